@@ -1,0 +1,42 @@
+# cdclake: two commands for a fresh machine (see README.md)
+#   make demo   sets up, writes sample landing files, runs the ingest DAG through Airflow, prints the table
+#   make test   sets up and runs the tests
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.cdclake-installed
+JARS_STAMP := .jars/.fetched
+
+.PHONY: setup demo test lint bench clean check-java
+
+setup: check-java $(STAMP) $(JARS_STAMP)
+
+check-java:
+	@bash scripts/check_java.sh
+
+$(STAMP): requirements.txt pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found: install Python 3.11"; exit 1; }
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check uv==0.13.9
+	$(VENV)/bin/uv pip install -q -p $(PY) -r requirements.txt
+	$(VENV)/bin/uv pip install -q -p $(PY) --no-deps -e .
+	@touch $(STAMP)
+
+$(JARS_STAMP): jars/pom.xml
+	@command -v mvn >/dev/null || { echo "error: Maven (mvn) is needed to fetch the Iceberg/SQLite jars: apt-get install maven"; exit 1; }
+	mvn -q -B -f jars/pom.xml dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/.jars -DincludeScope=runtime
+	@touch $(JARS_STAMP)
+
+demo: setup
+	$(PY) -m cdclake.demo
+
+test: setup
+	$(PY) -m pytest -q
+
+lint: setup
+	$(VENV)/bin/ruff check cdclake dags spark_jobs plugins tests
+	$(VENV)/bin/ruff format --check cdclake dags spark_jobs plugins tests
+
+clean:
+	rm -rf var .pytest_cache .hypothesis

@@ -1,0 +1,114 @@
+"""Command line (DESIGN.md section 3, a contract).
+
+- ``python -m cdclake decode --format ID [--option K=V ...] FILE...``: events as
+  JSON lines on stdout, rejected records as JSON lines on stderr; exit 0 when
+  every record decoded, 1 when some were rejected, 2 on bad usage.
+- ``python -m cdclake apply --format ID [--option K=V ...] --warehouse DIR FILE...``
+- ``python -m cdclake show --warehouse DIR TABLE [--meta]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from cdclake.events import Rejected, to_json
+from cdclake.options import OptionError, Options
+from cdclake.reading import LandingFileError, read_landing_bytes
+from cdclake.registry import format_ids, get_decoder
+
+EXIT_OK, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse exits 2 too; keep the message short
+        self.print_usage(sys.stderr)
+        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        raise SystemExit(EXIT_USAGE)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m cdclake", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    dec = sub.add_parser("decode", help="decode landing files to canonical events (JSON lines)")
+    dec.add_argument("--format", required=True, help="format id, e.g. goldengate-json")
+    dec.add_argument("--option", action="append", default=[], metavar="KEY=VALUE")
+    dec.add_argument("files", nargs="+", metavar="FILE")
+
+    app = sub.add_parser("apply", help="decode, normalize and merge files into Iceberg tables")
+    app.add_argument("--format", required=True)
+    app.add_argument("--option", action="append", default=[], metavar="KEY=VALUE")
+    app.add_argument("--warehouse", required=True, metavar="DIR")
+    app.add_argument("--batch-id", default=None, help="batch id (default: derived from the files)")
+    app.add_argument("files", nargs="+", metavar="FILE")
+
+    show = sub.add_parser("show", help="print a table's current rows as JSON lines")
+    show.add_argument("--warehouse", required=True, metavar="DIR")
+    show.add_argument("--meta", action="store_true", help="include the _cdc_* columns")
+    show.add_argument("table", metavar="TABLE", help="the source's table name, e.g. GG.TCUSTORD")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "decode":
+            return _decode(args)
+        if args.command == "apply":
+            return _apply(args)
+        return _show(args)
+    except OptionError as exc:
+        sys.stderr.write(f"python -m cdclake {args.command}: error: {exc}\n")
+        return EXIT_USAGE
+
+
+def _decode(args: argparse.Namespace) -> int:
+    decoder = get_decoder(args.format, Options.parse(args.option))
+    rejected = 0
+    out, err = sys.stdout, sys.stderr
+    for path in args.files:
+        try:
+            data = read_landing_bytes(path)
+        except FileNotFoundError:
+            raise OptionError(f"no such file: {path}") from None
+        except (LandingFileError, OSError) as exc:
+            rejected += 1
+            err.write(to_json({"error": str(exc), "source": {"file": path, "offset": 0}}) + "\n")
+            continue
+        for item in decoder.decode(data, path):
+            if isinstance(item, Rejected):
+                rejected += 1
+                err.write(to_json(item.to_dict()) + "\n")
+            else:
+                out.write(to_json(item.to_dict()) + "\n")
+    out.flush()
+    return EXIT_REJECTED if rejected else EXIT_OK
+
+
+def _apply(args: argparse.Namespace) -> int:
+    from cdclake.local_apply import apply_files
+
+    options = Options.parse(args.option)
+    get_decoder(args.format, options)  # usage errors before Spark starts
+    report = apply_files(args.format, options, args.files, args.warehouse, batch_id=args.batch_id)
+    sys.stdout.write(to_json(report) + "\n")
+    return EXIT_REJECTED if report.get("quarantined") else EXIT_OK
+
+
+def _show(args: argparse.Namespace) -> int:
+    from cdclake.tables import TableNotFound, read_rows
+
+    try:
+        rows = read_rows(args.warehouse, args.table, include_meta=args.meta)
+    except TableNotFound as exc:
+        sys.stderr.write(f"python -m cdclake show: error: {exc}\n")
+        return EXIT_USAGE
+    for row in rows:
+        sys.stdout.write(to_json(row) + "\n")
+    return EXIT_OK
+
+
+def _known_formats() -> str:  # used in help texts of other commands
+    return ", ".join(format_ids())

@@ -1,0 +1,1 @@
+"""Spark jobs: each ``run(spark, batch_dir, ...)`` distributes library code."""

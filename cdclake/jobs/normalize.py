@@ -1,0 +1,191 @@
+"""Normalize job: canonical events -> per-table change log + table layout.
+
+For each table it settles what the compact step needs before touching the
+lake: the Iceberg identifier, the primary key (configuration overrides the
+format), and one type per column (existing table columns keep their type; new
+columns get the type their values imply, or the format's hint). Row events of a
+table without a known key are quarantined with a reason instead of guessed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from cdclake.batch import read_manifest, write_json_atomic, write_report
+from cdclake.coltypes import canonical_type, quote_ident, type_from_engine, unify
+from cdclake.events import ROW_OPS
+from cdclake.jobs.decode import DECODED_SPARK_DDL
+from cdclake.naming import iceberg_identifier, spark_table_name
+
+# JSON text of a value -> the type it suggests; must agree with coltypes.kind_of.
+_KIND_SQL = (
+    "CASE WHEN v = 'null' THEN NULL WHEN v IN ('true','false') THEN 'boolean' "
+    "WHEN v LIKE '\"%' OR v LIKE '{%' OR v LIKE '[%' THEN 'string' "
+    "WHEN v RLIKE '^-?[0-9]+$' THEN 'bigint' ELSE 'double' END"
+)
+
+
+def table_layout(
+    source_table: str,
+    seen: list[tuple[str, set[str], str | None]],
+    existing: list[tuple[str, str]] | None,
+    event_keys: list[str] | None,
+    configured_keys: list[str] | None,
+    namespace: str | None,
+) -> dict[str, Any]:
+    """Columns, types and keys of one table (pure: the rules in one place).
+
+    ``seen``: (column, kinds seen, format hint) in first-seen order;
+    ``existing``: the lake table's (column, type) if it exists.
+    """
+    columns = list(existing or [])
+    known = {name for name, _ in columns}
+    new_columns = []
+    for name, kinds, hint in seen:
+        if name in known:
+            continue
+        col_type = canonical_type(hint) if hint else unify(kinds)
+        columns.append((name, col_type))
+        new_columns.append(name)
+        known.add(name)
+    keys = configured_keys or event_keys
+    ns, table = iceberg_identifier(source_table, namespace)
+    return {
+        "identifier": f"{ns}.{table}",
+        "spark_name": spark_table_name(source_table, namespace),
+        "keys": keys,
+        "columns": columns,
+        "new_columns": new_columns,
+        "exists": existing is not None,
+    }
+
+
+def _existing_columns(spark, name: str) -> list[tuple[str, str]] | None:
+    if not spark.catalog.tableExists(name):
+        return None
+    cols = []
+    for field in spark.table(name).schema.fields:
+        if field.name.startswith("_cdc_"):
+            continue
+        cols.append((field.name, type_from_engine(field.dataType.simpleString())))
+    return cols
+
+
+def run(spark, batch_dir: str | Path) -> dict[str, Any]:
+    from pyspark.sql import functions as F
+
+    batch_dir = Path(batch_dir)
+    manifest = read_manifest(batch_dir)
+    event_dir = batch_dir / "decoded" / "kind=event"
+    report: dict[str, Any] = {
+        "tables": {},
+        "events": 0,
+        "row_events": 0,
+        "non_row_events": 0,
+        "quarantined": 0,
+    }
+    if not event_dir.exists():
+        write_json_atomic(batch_dir / "tables.json", {})
+        write_report(batch_dir, "normalize", report)
+        return report
+    events = spark.read.schema(DECODED_SPARK_DDL.replace("kind string, ", "")).parquet(str(event_dir))
+    events = events.drop("error", "raw")
+
+    per_table = {
+        r["table"]: r
+        for r in events.groupBy("table")
+        .agg(
+            F.count(F.lit(1)).alias("events"),
+            F.sum(F.col("op").isin(*ROW_OPS).cast("int")).alias("row_events"),
+            F.first("keys", ignorenulls=True).alias("keys"),
+        )
+        .collect()
+    }
+    op_counts: dict[str, dict[str, int]] = {}
+    for r in events.groupBy("table", "op").count().collect():
+        op_counts.setdefault(r["table"], {})[r["op"]] = r["count"]
+
+    # Columns with the kinds of their values, in first-seen order.
+    row_events_only = events.where(F.col("op").isin(*ROW_OPS))
+    images = None
+    for index, image in enumerate(("before", "after")):
+        part = row_events_only.select(
+            "table",
+            "seq",
+            "source_file",
+            "source_offset",
+            F.lit(index).alias("image"),
+            F.get_json_object("meta", "$.column_types").alias("hints"),
+            F.posexplode(image),
+        )
+        images = part if images is None else images.unionByName(part)
+    images = images.withColumnRenamed("key", "col").withColumnRenamed("value", "v")
+    kinds = (
+        images.withColumn("kind", F.expr(_KIND_SQL))
+        .groupBy("table", "col")
+        .agg(
+            F.min(F.struct("seq", "source_file", "source_offset", "image", "pos")).alias("first"),
+            F.collect_set("kind").alias("kinds"),
+            F.first(F.get_json_object("hints", "$"), ignorenulls=True).alias("hints"),
+        )
+        .collect()
+    )
+    seen: dict[str, list[tuple[Any, str, set[str], str | None]]] = {}
+    for r in kinds:
+        hint = json.loads(r["hints"]).get(r["col"]) if r["hints"] else None
+        seen.setdefault(r["table"], []).append((tuple(r["first"]), r["col"], set(r["kinds"]), hint))
+
+    layouts: dict[str, Any] = {}
+    keyless: list[str] = []
+    for source_table, stats in sorted(per_table.items()):
+        cols = [(name, kinds_, hint) for _, name, kinds_, hint in sorted(seen.get(source_table, []))]
+        name = spark_table_name(source_table, manifest.namespace)
+        layout = table_layout(
+            source_table,
+            cols,
+            _existing_columns(spark, name),
+            stats["keys"],
+            manifest.keys.get(source_table) or manifest.keys.get("*"),
+            manifest.namespace,
+        )
+        layout["counts"] = op_counts.get(source_table, {})
+        if not layout["keys"] and stats["row_events"]:
+            keyless.append(source_table)
+            layout["error"] = (
+                f"table {source_table} has no primary key: the format did not give one; declare it with "
+                f"--option keys=COL1,COL2 or in the source configuration (keys: {{{source_table}: [...]}})"
+            )
+        layouts[source_table] = layout
+        report["tables"][source_table] = {"events": stats["events"], "row_events": stats["row_events"]}
+
+    row_events = events.where(F.col("op").isin(*ROW_OPS) | (F.col("op") == "TRUNCATE"))
+    good = row_events.where(~F.col("table").isin(*keyless)) if keyless else row_events
+    good.withColumn("_batch", F.lit(manifest.batch_id)).write.mode("overwrite").partitionBy("table").parquet(
+        str(batch_dir / "changelog")
+    )
+    quarantined = 0
+    if keyless:
+        bad = row_events.where(F.col("table").isin(*keyless) & F.col("op").isin(*ROW_OPS))
+        reasons = F.create_map(*[x for t in keyless for x in (F.lit(t), F.lit(layouts[t]["error"]))])
+        bad = bad.select(
+            reasons[F.col("table")].alias("error"),
+            "source_file",
+            "source_offset",
+            F.to_json(F.struct("table", "op", "seq", "before", "after")).cast("binary").alias("raw"),
+        )
+        bad.write.mode("overwrite").parquet(str(batch_dir / "quarantine" / "normalize"))
+        quarantined = bad.count()
+
+    totals = {r["table"]: r for r in per_table.values()}
+    report["events"] = sum(r["events"] for r in totals.values())
+    report["row_events"] = sum(r["row_events"] for r in totals.values())
+    report["non_row_events"] = report["events"] - report["row_events"]
+    report["quarantined"] = quarantined
+    write_json_atomic(batch_dir / "tables.json", layouts)
+    write_report(batch_dir, "normalize", report)
+    return report
+
+
+__all__ = ["quote_ident", "run", "table_layout"]

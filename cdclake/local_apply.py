@@ -1,0 +1,37 @@
+"""``python -m cdclake apply``: one batch from named files, in one local Spark session."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from cdclake.batch import Manifest
+from cdclake.options import Options
+from cdclake.pipeline import run_batch
+from cdclake.settings import Settings
+from cdclake.spark import build_session
+from cdclake.staging import content_batch_id, stage_files
+
+
+def apply_files(
+    format_id: str,
+    options: Options,
+    files: list[str],
+    warehouse: str | Path,
+    batch_id: str | None = None,
+    spark=None,
+) -> dict[str, Any]:
+    settings = Settings.from_env()
+    warehouse = Path(warehouse).resolve()
+    warehouse.mkdir(parents=True, exist_ok=True)
+    raw = options.raw()
+    keys = options.list("keys")
+    batch_id = batch_id or content_batch_id(files, format_id, raw)
+    manifest = Manifest(
+        source="apply", batch_id=batch_id, format=format_id, options=raw, keys={"*": keys} if keys else {}
+    )
+    staging_root = warehouse / "_staging"
+    stage_files(files, staging_root, manifest)
+    if spark is None:
+        spark = build_session("cdclake-apply", warehouse, master="local[*]", jars=settings.jars())
+    return run_batch(spark, staging_root / batch_id, buckets=settings.buckets)

@@ -1,0 +1,69 @@
+"""Decoders registered under their format id (DESIGN.md section 2).
+
+A decoder is a class built from :class:`~cdclake.options.Options` whose
+``decode(data, file)`` turns the bytes of one landing file into canonical
+events and rejected records. It is pure Python so that it can be tested
+without Spark; the Spark decode job only distributes it. One instance decodes
+the files of one batch in order, so formats whose records depend on earlier
+ones (schemas announced in a previous file) can keep that state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import ClassVar
+
+from cdclake.events import ChangeEvent, Rejected
+from cdclake.options import OptionError, Options
+
+
+class Decoder:
+    """Base class: subclasses set ``format_id``, ``option_names`` and ``decode``."""
+
+    format_id: ClassVar[str]
+    option_names: ClassVar[frozenset[str]] = frozenset()
+
+    def __init__(self, options: Options) -> None:
+        options.check_known(self.option_names, self.format_id)
+        self.options = options
+        self.keys = options.list("keys")
+        self.table_override = options.str("table")
+        self.schema_dir = options.str("schemaDir")
+
+    def decode(self, data: bytes, file: str) -> Iterator[ChangeEvent | Rejected]:
+        raise NotImplementedError
+
+
+_REGISTRY: dict[str, type[Decoder]] = {}
+
+
+def register(format_id: str) -> Callable[[type[Decoder]], type[Decoder]]:
+    """Class decorator: make a decoder available under ``format_id``."""
+
+    def wrap(cls: type[Decoder]) -> type[Decoder]:
+        if format_id in _REGISTRY:
+            raise ValueError(f"format {format_id} registered twice")
+        cls.format_id = format_id
+        _REGISTRY[format_id] = cls
+        return cls
+
+    return wrap
+
+
+def format_ids() -> list[str]:
+    _load_all()
+    return sorted(_REGISTRY)
+
+
+def get_decoder(format_id: str, options: Options | None = None) -> Decoder:
+    """A new decoder for ``format_id``; unknown id or option -> :class:`OptionError`."""
+    _load_all()
+    try:
+        cls = _REGISTRY[format_id]
+    except KeyError:
+        raise OptionError(f"unknown format {format_id!r}; known formats: {', '.join(sorted(_REGISTRY))}") from None
+    return cls(options or Options())
+
+
+def _load_all() -> None:
+    import cdclake.formats  # noqa: F401  (registers every decoder on import)

@@ -1,0 +1,84 @@
+"""The sources configuration: one YAML file, validated on load.
+
+A bad file must fail DAG parsing with a message that names the source, the
+field and what is wrong, so an operator fixes it from the Airflow UI's import
+error without reading code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from cdclake.options import OptionError, Options
+from cdclake.registry import format_ids, get_decoder
+
+
+class ConfigError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class SourceConfig:
+    name: str
+    format: str
+    landing: str
+    options: dict[str, str] = field(default_factory=dict)
+    keys: dict[str, list[str]] = field(default_factory=dict)
+    namespace: str | None = None
+    schedule: str | None = None
+
+    def landing_path(self, home: Path) -> Path:
+        path = Path(self.landing)
+        return path if path.is_absolute() else home / path
+
+
+def load_sources(path: str | Path) -> dict[str, SourceConfig]:
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except FileNotFoundError:
+        raise ConfigError(f"sources config {path} does not exist (set CDCLAKE_SOURCES)") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"sources config {path} is not valid YAML: {exc}") from None
+    raw_sources = data.get("sources")
+    if not isinstance(raw_sources, dict) or not raw_sources:
+        raise ConfigError(f"{path}: top-level 'sources' must be a non-empty mapping of source name -> settings")
+    return {name: _source(path, str(name), body) for name, body in raw_sources.items()}
+
+
+def _source(path: Path, name: str, body: Any) -> SourceConfig:
+    where = f"{path}: source {name!r}"
+    if not isinstance(body, dict):
+        raise ConfigError(f"{where} must be a mapping")
+    unknown = set(body) - {"format", "landing", "options", "keys", "namespace", "schedule"}
+    if unknown:
+        raise ConfigError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
+    fmt = body.get("format")
+    if fmt not in format_ids():
+        raise ConfigError(f"{where}: field 'format' is {fmt!r}; expected one of {', '.join(format_ids())}")
+    landing = body.get("landing")
+    if not isinstance(landing, str) or not landing:
+        raise ConfigError(f"{where}: field 'landing' must be a folder path or s3:// URI")
+    options = {str(k): str(v) for k, v in (body.get("options") or {}).items()}
+    try:
+        get_decoder(fmt, Options(options))
+    except OptionError as exc:
+        raise ConfigError(f"{where}: field 'options': {exc}") from None
+    keys = body.get("keys") or {}
+    if not isinstance(keys, dict) or not all(
+        isinstance(v, list) and v and all(isinstance(c, str) for c in v) for v in keys.values()
+    ):
+        raise ConfigError(f"{where}: field 'keys' must map table name -> non-empty list of column names")
+    return SourceConfig(
+        name=name,
+        format=fmt,
+        landing=landing,
+        options=options,
+        keys={str(k): list(v) for k, v in keys.items()},
+        namespace=body.get("namespace"),
+        schedule=body.get("schedule"),
+    )

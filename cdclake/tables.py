@@ -1,0 +1,75 @@
+"""Reading lake tables without a JVM (pyiceberg on the same SQLite catalog).
+
+The ``show`` command, reports and tests read tables and snapshot summaries
+here; Spark writes them. Both use the catalog name ``lake`` and the same
+``catalog.db`` inside the warehouse folder.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from cdclake.merge import META_COLUMNS
+from cdclake.naming import SOURCE_TABLE_PROPERTY, iceberg_identifier
+from cdclake.settings import CATALOG_NAME
+
+BATCH_PROPERTY = "cdclake.batch-id"
+
+
+class TableNotFound(LookupError):
+    pass
+
+
+def open_catalog(warehouse: str | Path):
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    warehouse = Path(warehouse).resolve()
+    if not (warehouse / "catalog.db").exists():
+        raise TableNotFound(f"no warehouse catalog at {warehouse / 'catalog.db'}")
+    return SqlCatalog(CATALOG_NAME, uri=f"sqlite:///{warehouse / 'catalog.db'}", warehouse=warehouse.as_uri())
+
+
+def load_table(warehouse: str | Path, source_table: str, namespace: str | None = None):
+    from pyiceberg.exceptions import NoSuchTableError
+
+    catalog = open_catalog(warehouse)
+    ident = iceberg_identifier(source_table, namespace)
+    try:
+        return catalog.load_table(ident)
+    except NoSuchTableError:
+        raise TableNotFound(f"table {source_table} ({'.'.join(ident)}) does not exist in {warehouse}") from None
+
+
+def read_rows(
+    warehouse: str | Path, source_table: str, include_meta: bool = False, namespace: str | None = None
+) -> list[dict[str, Any]]:
+    """Current rows, sorted by primary key (stable output for people and tests)."""
+    table = load_table(warehouse, source_table, namespace)
+    rows = table.scan().to_arrow().to_pylist()
+    keys = table.properties.get("cdclake.keys", "")
+    key_cols = [k for k in keys.split(",") if k]
+    rows.sort(key=lambda r: tuple(_sortable(r.get(k)) for k in key_cols) or tuple(map(_sortable, r.values())))
+    if not include_meta:
+        rows = [{k: v for k, v in r.items() if k not in META_COLUMNS} for r in rows]
+    return rows
+
+
+def _sortable(value: Any) -> tuple[int, Any]:
+    return (0, "") if value is None else (1, str(value) if not isinstance(value, (int, float)) else value)
+
+
+def snapshot_summaries(warehouse: str | Path, source_table: str, namespace: str | None = None) -> list[dict[str, str]]:
+    """Snapshot summaries, oldest first (batch ids live here)."""
+    table = load_table(warehouse, source_table, namespace)
+    out = []
+    for snap in table.snapshots():
+        summary = dict(snap.summary.additional_properties) if snap.summary else {}
+        summary["operation"] = str(snap.summary.operation.value) if snap.summary else ""
+        summary["snapshot-id"] = str(snap.snapshot_id)
+        out.append(summary)
+    return out
+
+
+def source_name(table) -> str | None:
+    return table.properties.get(SOURCE_TABLE_PROPERTY)

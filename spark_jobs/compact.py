@@ -1,0 +1,25 @@
+"""spark-submit entry point: the compact step of one staged batch (logic in cdclake.jobs.compact)."""
+
+import argparse
+import json
+
+from cdclake.jobs import compact
+from cdclake.spark import build_session
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--batch-dir", required=True)
+    parser.add_argument("--warehouse", required=True)
+    parser.add_argument("--table", action="append", default=None, help="only these source tables")
+    parser.add_argument("--buckets", type=int, default=16, help="buckets of a new table")
+    args = parser.parse_args()
+    spark = build_session("cdclake-compact", args.warehouse)
+    try:
+        print(json.dumps(compact.run(spark, args.batch_dir, tables=args.table, buckets=args.buckets)))
+    finally:
+        spark.stop()
+
+
+if __name__ == "__main__":
+    main()

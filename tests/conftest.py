@@ -1,0 +1,28 @@
+"""Shared fixtures: one Spark session (with one temp warehouse) per test run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture(scope="session")
+def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("warehouse")
+
+
+@pytest.fixture(scope="session")
+def spark(warehouse: Path):
+    """The test run's only Spark session (start-up costs ~10 s: DESIGN.md section 7)."""
+    from cdclake.settings import Settings
+    from cdclake.spark import build_session
+
+    jars = Settings.from_env().jars()
+    if not any("iceberg-spark-runtime" in j for j in jars):
+        pytest.fail("Iceberg jars missing: run `make setup` (fetches jars/pom.xml into .jars/)")
+    session = build_session("cdclake-tests", warehouse, master="local[2]", jars=jars)
+    yield session
+    session.stop()
