@@ -62,6 +62,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OptionError as exc:
         sys.stderr.write(f"python -m cdclake {args.command}: error: {exc}\n")
         return EXIT_USAGE
+    except BrokenPipeError:  # e.g. `... | head`: the reader left, not an error of ours
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
 
 
 def _decode(args: argparse.Namespace) -> int:

@@ -22,6 +22,10 @@ class Decoder:
 
     format_id: ClassVar[str]
     option_names: ClassVar[frozenset[str]] = frozenset()
+    #: True when a record can depend on an earlier file (e.g. Qlik data messages need the
+    #: metadata message announced before): the decode job then feeds all files of a batch, in
+    #: order, to one decoder instance instead of spreading them over workers.
+    stateful: ClassVar[bool] = False
 
     def __init__(self, options: Options) -> None:
         options.check_known(self.option_names, self.format_id)

@@ -105,6 +105,8 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
             yield from _chunks(decode_files(format_id, options, [(n, p) for _, n, p in pairs]))
 
     slices = max(1, min(len(files), spark.sparkContext.defaultParallelism * 2))
+    if get_decoder(format_id, Options(options)).stateful:
+        slices = 1
     frame = spark.createDataFrame(files, "idx int, name string, path string").repartition(slices, "idx")
     decoded = frame.mapInArrow(decode_partition, DECODED_SPARK_DDL)
     decoded.write.mode("overwrite").partitionBy("kind").parquet(str(out))
