@@ -8,6 +8,8 @@ Spark SQL names (``bigint``, ``decimal(10,2)``) because that is what users see.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import datetime as dt
 import re
 from decimal import Decimal, InvalidOperation
@@ -149,11 +151,11 @@ def cast(value: Any, type_name: str) -> Any:
             return _to_timestamp(value)
         if type_name == DATE:
             return _to_date(value)
-        if type_name == BINARY:
-            return value.encode("utf-8") if isinstance(value, str) else bytes(value)
+        if type_name == BINARY:  # binary values travel as base64 text (events.to_json)
+            return base64.b64decode(value, validate=True) if isinstance(value, str) else bytes(value)
     except CastError:
         pass
-    except (ValueError, TypeError, InvalidOperation, OverflowError):
+    except (ValueError, TypeError, InvalidOperation, OverflowError, binascii.Error):
         pass
     raise CastError(f"value {to_json(value)[:80]} is not a valid {type_name}")
 
