@@ -48,6 +48,7 @@ class Manifest:
     files: list[StagedFile] = field(default_factory=list)
     keys: dict[str, list[str]] = field(default_factory=dict)
     namespace: str | None = None
+    scd2: list[str] = field(default_factory=list)  # tables (or "*") that keep SCD2 history
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True)

@@ -42,6 +42,13 @@ def build_parser() -> argparse.ArgumentParser:
     app.add_argument("--option", action="append", default=[], metavar="KEY=VALUE")
     app.add_argument("--warehouse", required=True, metavar="DIR")
     app.add_argument("--batch-id", default=None, help="batch id (default: derived from the files)")
+    app.add_argument(
+        "--scd2",
+        action="append",
+        default=[],
+        metavar="TABLE",
+        help="keep SCD type 2 history for TABLE (repeatable; * for all) in <table>__history",
+    )
     app.add_argument("files", nargs="+", metavar="FILE")
 
     show = sub.add_parser("show", help="print a table's current rows as JSON lines")
@@ -97,7 +104,7 @@ def _apply(args: argparse.Namespace) -> int:
 
     options = Options.parse(args.option)
     get_decoder(args.format, options)  # usage errors before Spark starts
-    report = apply_files(args.format, options, args.files, args.warehouse, batch_id=args.batch_id)
+    report = apply_files(args.format, options, args.files, args.warehouse, batch_id=args.batch_id, scd2=args.scd2)
     sys.stdout.write(to_json(report) + "\n")
     return EXIT_REJECTED if report.get("quarantined") else EXIT_OK
 

@@ -20,15 +20,21 @@ def apply_files(
     warehouse: str | Path,
     batch_id: str | None = None,
     spark=None,
+    scd2: list[str] | None = None,
 ) -> dict[str, Any]:
     settings = Settings.from_env()
     warehouse = Path(warehouse).resolve()
     warehouse.mkdir(parents=True, exist_ok=True)
     raw = options.raw()
     keys = options.list("keys")
-    batch_id = batch_id or content_batch_id(files, format_id, raw)
+    batch_id = batch_id or content_batch_id(files, format_id, {**raw, "scd2": ",".join(scd2 or [])})
     manifest = Manifest(
-        source="apply", batch_id=batch_id, format=format_id, options=raw, keys={"*": keys} if keys else {}
+        source="apply",
+        batch_id=batch_id,
+        format=format_id,
+        options=raw,
+        keys={"*": keys} if keys else {},
+        scd2=list(scd2 or []),
     )
     staging_root = warehouse / "_staging"
     stage_files(files, staging_root, manifest)

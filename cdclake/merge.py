@@ -167,3 +167,131 @@ def _apply_one(state: dict[str, dict[str, Any]], event: PreparedEvent, columns: 
     row.update(event.after or {})
     row.update(_cdc_op=event.op, _cdc_seq=event.seq, _cdc_ts=event.event_ts, _cdc_batch=batch_id)
     state[event.key] = row
+
+
+@dataclass(slots=True)
+class LoggedEvent:
+    """A prepared event together with the batch that brought it (from the change log)."""
+
+    event: PreparedEvent
+    batch: str
+
+
+def components(events: list[PreparedEvent]) -> list[list[PreparedEvent]]:
+    """Split events into groups of keys linked by key changes (each folds on its own)."""
+    parent: dict[str, str] = {}
+
+    def find(k: str) -> str:
+        parent.setdefault(k, k)
+        while parent[k] != k:
+            parent[k] = parent[parent[k]]
+            k = parent[k]
+        return k
+
+    for e in events:
+        find(e.key)
+        if e.old_key is not None:
+            a, b = find(e.key), find(e.old_key)
+            if a != b:
+                parent[max(a, b)] = min(a, b)
+    groups: dict[str, list[PreparedEvent]] = {}
+    for e in events:
+        groups.setdefault(find(e.key), []).append(e)
+    return list(groups.values())
+
+
+def refold(
+    logged: list[LoggedEvent],
+    columns: list[str],
+    current_batch: str,
+    truncate_seq: str | None = None,
+) -> tuple[dict[str, dict[str, Any]], MergeStats, set[str]]:
+    """State of the keys touched by ``logged`` = every event of them, applied in seq order.
+
+    Order of arrival cannot matter because nothing but the set of events is
+    used: retried, replayed and late batches give the same rows. A delete
+    leaves no row, and its event stays in the change log, which is what keeps
+    an older event from bringing the row back (the tombstone). Events of
+    ``current_batch`` that are older than an event of another batch for the
+    same key are counted as stale; their values only survive in columns that
+    no newer event wrote.
+
+    Returns (rows by key, stats of the current batch's events, every key seen).
+    """
+    stats = MergeStats()
+    state: dict[str, dict[str, Any]] = {}
+    keys_seen: set[str] = set()
+    unique: dict[tuple[str, str, int], LoggedEvent] = {}
+    for item in logged:  # a key change is logged under both keys: count it once
+        unique.setdefault((item.batch, *item.event.source, item.event.seq, item.event.op), item)
+    by_event = {id(item.event): item for item in unique.values()}
+    for group in components([item.event for item in unique.values()]):
+        group.sort(key=lambda e: e.order)
+        group_keys = {e.key for e in group} | {e.old_key for e in group if e.old_key is not None}
+        keys_seen |= group_keys
+        newest_other: dict[str, tuple] = {}
+        for e in group:
+            if by_event[id(e)].batch != current_batch:
+                for k in (e.key, e.old_key):
+                    if k is not None and e.order > newest_other.get(k, ("",)):
+                        newest_other[k] = e.order
+        local: dict[str, dict[str, Any]] = {}
+        for e in group:
+            mine = by_event[id(e)].batch == current_batch
+            if truncate_seq is not None and e.seq < truncate_seq:
+                stats.stale += mine
+                continue
+            if mine:
+                older = any(e.order < newest_other.get(k, ("",)) for k in (e.key, e.old_key) if k)
+                if older:
+                    stats.stale += 1
+                else:
+                    stats.applied += 1
+            _apply_one(local, e, columns, by_event[id(e)].batch)
+        state.update(local)
+    return state, stats, keys_seen
+
+
+def history(
+    logged: list[LoggedEvent],
+    columns: list[str],
+    truncates: list[tuple[str, dt.datetime | None]] = (),
+) -> dict[str, list[dict[str, Any]]]:
+    """SCD type 2 versions of the keys touched by ``logged``, from all their events.
+
+    Each applied row event closes the key's open version (``valid_to`` = the
+    event's time) and, unless it is a delete, opens a new one that records the
+    op that opened it. A truncate closes every open version at its time. Like
+    :func:`refold`, only the set of events matters, so the law of order
+    insensitivity holds for history too.
+    """
+    unique: dict[tuple, LoggedEvent] = {}
+    for item in logged:
+        unique.setdefault((item.batch, *item.event.source, item.event.seq, item.event.op), item)
+    batch_of = {id(item.event): item.batch for item in unique.values()}
+    out: dict[str, list[dict[str, Any]]] = {}
+    for group in components([item.event for item in unique.values()]):
+        marks = [("T", seq, ts) for seq, ts in truncates]
+        timeline = sorted([("E", e.seq, e) for e in group] + marks, key=lambda x: (x[1], x[0] == "E"))
+        state: dict[str, dict[str, Any]] = {}
+        open_version: dict[str, dict[str, Any]] = {}
+        for kind, _seq, item in sorted(timeline, key=lambda x: x[2].order if x[0] == "E" else (x[1], "", -1)):
+            if kind == "T":
+                for version in open_version.values():
+                    version["valid_to"], version["is_current"] = item, False
+                open_version.clear()
+                state.clear()
+                continue
+            event: PreparedEvent = item
+            for k in (event.key, event.old_key):
+                if k is not None and k in open_version:
+                    version = open_version.pop(k)
+                    version["valid_to"], version["is_current"] = event.event_ts, False
+            _apply_one(state, event, columns, batch_of[id(event)])
+            if event.op != "DELETE" and event.key in state:
+                version = {**state[event.key], "valid_from": event.event_ts, "valid_to": None, "is_current": True}
+                open_version[event.key] = version
+                out.setdefault(event.key, []).append(version)
+        for key in {e.key for e in group} | {e.old_key for e in group if e.old_key}:
+            out.setdefault(key, [])
+    return out

@@ -38,6 +38,7 @@ def stage_task(source: SourceConfig, run_id: str) -> str:
         options=dict(source.options),
         keys=dict(source.keys),
         namespace=source.namespace,
+        scd2=list(source.scd2),
     )
     manifest = stage_local(source.landing_path(settings.home), settings.staging / source.name, manifest)
     batch_dir = settings.staging / source.name / batch_id

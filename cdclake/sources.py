@@ -30,6 +30,7 @@ class SourceConfig:
     keys: dict[str, list[str]] = field(default_factory=dict)
     namespace: str | None = None
     schedule: str | None = None
+    scd2: list[str] = field(default_factory=list)
 
     def landing_path(self, home: Path) -> Path:
         path = Path(self.landing)
@@ -54,7 +55,7 @@ def _source(path: Path, name: str, body: Any) -> SourceConfig:
     where = f"{path}: source {name!r}"
     if not isinstance(body, dict):
         raise ConfigError(f"{where} must be a mapping")
-    unknown = set(body) - {"format", "landing", "options", "keys", "namespace", "schedule"}
+    unknown = set(body) - {"format", "landing", "options", "keys", "namespace", "schedule", "scd2"}
     if unknown:
         raise ConfigError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
     fmt = body.get("format")
@@ -73,7 +74,11 @@ def _source(path: Path, name: str, body: Any) -> SourceConfig:
         isinstance(v, list) and v and all(isinstance(c, str) for c in v) for v in keys.values()
     ):
         raise ConfigError(f"{where}: field 'keys' must map table name -> non-empty list of column names")
+    scd2 = body.get("scd2") or []
+    if not isinstance(scd2, list) or not all(isinstance(t, str) for t in scd2):
+        raise ConfigError(f"{where}: field 'scd2' must be a list of table names (or [\"*\"] for all)")
     return SourceConfig(
+        scd2=list(scd2),
         name=name,
         format=fmt,
         landing=landing,

@@ -125,3 +125,78 @@ def test_order_of_arrival_within_a_batch_and_reapplying_do_not_matter(history, r
     assert second == first
     apply_events(second, shuffled, COLS, "b")  # the same batch again changes nothing
     assert second == first
+
+
+# --- refold: the state is a function of the set of events ---------------------------------
+
+from cdclake.merge import LoggedEvent, refold  # noqa: E402
+
+
+def logged(batch, *events):
+    return [LoggedEvent(e, batch) for e in events]
+
+
+def test_late_partial_update_fills_only_columns_no_newer_event_wrote():
+    history = logged("b1", ev("INSERT", 1, after={"id": 1, "name": "a", "qty": 1}),
+                     ev("UPDATE", 3, after={"id": 1, "qty": 3}))
+    late = logged("b2", ev("UPDATE", 2, after={"id": 1, "name": "late", "qty": 2}))
+    state, stats, _ = refold(history + late, COLS, "b2")
+    assert values(state) == {"[1]": {"id": 1, "name": "late", "qty": 3}}
+    assert (stats.applied, stats.stale) == (0, 1)
+
+
+def test_tombstone_keeps_an_older_event_from_resurrecting_a_deleted_row():
+    history = logged("b1", ev("INSERT", 1, after={"id": 1, "name": "a"}), ev("DELETE", 5, before={"id": 1}))
+    replay = logged("b2", ev("INSERT", 3, after={"id": 1, "name": "old replay"}))
+    state, stats, keys = refold(history + replay, COLS, "b2")
+    assert state == {} and keys == {"[1]"} and stats.stale == 1
+
+
+def test_key_change_chain_folds_across_keys():
+    events = logged("b1", ev("INSERT", 1, after={"id": 1, "name": "a", "qty": 1}),
+                    ev("UPDATE", 2, before={"id": 1}, after={"id": 2}),
+                    ev("UPDATE", 3, before={"id": 2}, after={"id": 3, "qty": 9}))
+    state, _, keys = refold(events, COLS, "b1")
+    assert values(state) == {"[3]": {"id": 3, "name": "a", "qty": 9}} and keys == {"[1]", "[2]", "[3]"}
+
+
+@settings(max_examples=60, deadline=None)
+@given(histories, st.randoms(), st.integers(1, 4))
+def test_refold_is_independent_of_batching_and_arrival_order(history, rnd: random.Random, nbatches):
+    events = []
+    for seq, (op, key, name, partial) in enumerate(history, start=1):
+        after = {"id": key, "qty": seq} if partial else {"id": key, "name": name, "qty": seq}
+        events.append(ev(op, seq, before={"id": key}, after=None if op == "DELETE" else after))
+    reference, _, _ = refold(logged("all", *events), COLS, "all")
+    shuffled = list(events)
+    rnd.shuffle(shuffled)
+    log: list[LoggedEvent] = []
+    state: dict = {}
+    for b in range(nbatches):
+        batch = logged(f"b{b}", *shuffled[b::nbatches])
+        log += batch
+        state, _, _ = refold(log, COLS, f"b{b}")
+    assert values(state) == values(reference)
+
+
+def test_history_versions_close_and_open():
+    from cdclake.merge import history
+
+    t = [TS.replace(hour=h) for h in range(6)]
+    events = [
+        prepare("INSERT", "1", t[1], None, {"id": 1, "name": "a", "qty": 1}, ("f", 1), keys=KEYS, types=TYPES),
+        prepare("UPDATE", "2", t[2], None, {"id": 1, "qty": 2}, ("f", 2), keys=KEYS, types=TYPES),
+        prepare("DELETE", "3", t[3], {"id": 1}, None, ("f", 3), keys=KEYS, types=TYPES),
+        prepare("INSERT", "4", t[4], None, {"id": 1, "name": "b", "qty": 4}, ("f", 4), keys=KEYS, types=TYPES),
+    ]
+    shuffled = [events[2], events[0], events[3], events[1]]
+    versions = history([LoggedEvent(e, "b") for e in shuffled], COLS)["[1]"]
+    got = [(v["name"], v["qty"], v["valid_from"], v["valid_to"], v["is_current"], v["_cdc_op"]) for v in versions]
+    assert got == [
+        ("a", 1, t[1], t[2], False, "INSERT"),
+        ("a", 2, t[2], t[3], False, "UPDATE"),
+        ("b", 4, t[4], None, True, "INSERT"),
+    ]
+    # a truncate closes the open version at its time and later events start from nothing
+    versions = history([LoggedEvent(e, "b") for e in events[:2]], COLS, truncates=[("3", t[3])])["[1]"]
+    assert [(v["valid_to"], v["is_current"]) for v in versions] == [(t[2], False), (t[3], False)]

@@ -1,16 +1,22 @@
-"""Compact job: fold a batch's change log into each Iceberg table, one commit each.
+"""Compact job: apply a batch to each lake table through its change log.
 
-How a table is written (copy-on-write by bucket, DESIGN.md section 5):
+Per source table there are two Iceberg tables, both partitioned by
+``_cdc_bucket`` = crc32(canonical key) mod N:
 
-1. every row carries ``_cdc_bucket`` = crc32(canonical key) mod N, and the
-   table is partitioned by it, so a batch touches only its keys' buckets;
-2. the events and the current rows of the affected buckets meet in Python
-   workers (grouped by bucket; keys linked by a key change are routed to one
-   worker) where :func:`cdclake.merge.apply_events` folds them;
-3. the folded buckets replace the old ones in ONE Iceberg overwrite commit
-   (``overwrite(_cdc_bucket IN affected)``) whose snapshot summary carries the
-   batch id, so a crash leaves the previous snapshot and a batch that is
-   already committed is skipped.
+- ``<table>__changes``: the append-only change log (every row event with its
+  key, images, order and lineage; truncates in bucket -1);
+- ``<table>``: the current rows.
+
+A batch is applied in two atomic commits, each carrying the batch id in its
+snapshot summary: (1) append the batch's events to the change log, (2) for the
+buckets the batch touches, replace the rows of the affected keys by the
+*refold* of all their logged events (``cdclake.merge.refold``) and keep the
+other rows as they are, in one ``overwrite(_cdc_bucket IN ...)``. Because a
+key's row is a function of the set of its events, batches applied late, twice
+or in any order give the same table; the logged deletes are the tombstones.
+A crash between or during the commits leaves the previous snapshots; the
+retry skips what is already committed and recomputes the rest from the same
+inputs.
 """
 
 from __future__ import annotations
@@ -25,13 +31,42 @@ import pyarrow as pa
 
 from cdclake.batch import read_manifest, write_report
 from cdclake.coltypes import CastError, arrow_type, quote_ident
-from cdclake.events import ROW_OPS, image_from_text, to_json
-from cdclake.merge import MergeStats, apply_events, bucket_of, key_of, prepare
+from cdclake.events import ROW_OPS, image_from_text
+from cdclake.merge import LoggedEvent, bucket_of, key_of, prepare, refold
 from cdclake.naming import SOURCE_TABLE_PROPERTY
 from cdclake.tables import BATCH_PROPERTY
 
-TRUNCATE_PROPERTY = "cdclake.truncate-watermark"
 META_DDL = "_cdc_op string, _cdc_seq string, _cdc_ts timestamp, _cdc_batch string, _cdc_bucket int"
+META_NAMES = ["_cdc_op", "_cdc_seq", "_cdc_ts", "_cdc_batch", "_cdc_bucket"]
+LOG_SUFFIX = "__changes"
+LOG_DDL = (
+    "_key string, _old_key string, _cdc_bucket int, _role string, op string, seq string, event_ts timestamp, "
+    "tx_id string, tx_pos bigint, before map<string,string>, after map<string,string>, meta string, "
+    "source_file string, source_offset bigint, _cdc_batch string"
+)
+LOG_SCHEMA = pa.schema(
+    [
+        ("_key", pa.string()),
+        ("_old_key", pa.string()),
+        ("_cdc_bucket", pa.int32()),
+        ("_role", pa.string()),
+        ("op", pa.string()),
+        ("seq", pa.string()),
+        ("event_ts", pa.timestamp("us", tz="UTC")),
+        ("tx_id", pa.string()),
+        ("tx_pos", pa.int64()),
+        ("before", pa.map_(pa.string(), pa.string())),
+        ("after", pa.map_(pa.string(), pa.string())),
+        ("meta", pa.string()),
+        ("source_file", pa.string()),
+        ("source_offset", pa.int64()),
+        ("_cdc_batch", pa.string()),
+    ]
+)
+ROUTED_SCHEMA = LOG_SCHEMA.append(pa.field("_error", pa.string()))
+TRUNCATE_BUCKET = -1
+#: More keys linked by key changes than this are folded by reading whole buckets.
+MAX_LINK_ROUNDS = 8
 
 
 def _sql_string(value: str) -> str:
@@ -56,82 +91,48 @@ def _out_schema(columns: list[tuple[str, str]]) -> pa.Schema:
     return pa.schema(fields)
 
 
-def _event_args(row: dict[str, Any]) -> tuple:
-    return (
+def _prepare_row(row: dict[str, Any], keys: list[str], types: dict[str, str]):
+    return prepare(
         row["op"],
         row["seq"],
         row["event_ts"],
         image_from_text(row["before"]),
         image_from_text(row["after"]),
         (row["source_file"], row["source_offset"]),
+        keys=keys,
+        types=types,
     )
 
 
 def route_events(
-    batches: Iterator[pa.RecordBatch], keys: list[str], types: dict[str, str], buckets: int
+    batches: Iterator[pa.RecordBatch], keys: list[str], types: dict[str, str], buckets: int, batch_id: str
 ) -> Iterator[pa.RecordBatch]:
-    """Key, old key and buckets of each event (or why it cannot be applied)."""
-    schema = pa.schema(
-        [
-            ("source_file", pa.string()),
-            ("source_offset", pa.int64()),
-            ("op", pa.string()),
-            ("seq", pa.string()),
-            ("_key", pa.string()),
-            ("_old_key", pa.string()),
-            ("_bucket", pa.int32()),
-            ("_old_bucket", pa.int32()),
-            ("_error", pa.string()),
-        ]
-    )
+    """Change-log rows of a batch's events: key, old key, bucket (or why not)."""
     for batch in batches:
         out = []
         for row in batch.to_pylist():
-            item = {
-                "source_file": row["source_file"],
-                "source_offset": row["source_offset"],
-                "op": row["op"],
-                "seq": row["seq"],
-                "_key": None,
-                "_old_key": None,
-                "_bucket": None,
-                "_old_bucket": None,
-                "_error": None,
-            }
-            if row["op"] in ROW_OPS:
-                try:
-                    event = prepare(*_event_args(row), keys=keys, types=types)
-                    item["_key"], item["_bucket"] = event.key, bucket_of(event.key, buckets)
-                    if event.old_key is not None:
-                        item["_old_key"], item["_old_bucket"] = (
-                            event.old_key,
-                            bucket_of(event.old_key, buckets),
-                        )
-                except CastError as exc:
-                    item["_error"] = str(exc)
-            out.append(item)
-        yield pa.RecordBatch.from_pylist(out, schema=schema)
+            base = {name: row.get(name) for name in LOG_SCHEMA.names if name in row}
+            base.update(_cdc_batch=batch_id, _error=None, _old_key=None)
+            if row["op"] == "TRUNCATE":
+                out.append({**base, "_key": None, "_cdc_bucket": TRUNCATE_BUCKET, "_role": "truncate"})
+                continue
+            if row["op"] not in ROW_OPS:
+                continue
+            try:
+                event = _prepare_row(row, keys, types)
+            except CastError as exc:
+                out.append({**base, "_key": None, "_cdc_bucket": None, "_role": "error", "_error": str(exc)})
+                continue
+            main = {**base, "_key": event.key, "_old_key": event.old_key, "_role": "main"}
+            main["_cdc_bucket"] = bucket_of(event.key, buckets)
+            out.append(main)
+            if event.old_key is not None and bucket_of(event.old_key, buckets) != main["_cdc_bucket"]:
+                # logged under the old key's bucket too, so a refold of the old key finds it
+                out.append({**main, "_role": "link", "_cdc_bucket": bucket_of(event.old_key, buckets)})
+        yield pa.RecordBatch.from_pylist(out, schema=ROUTED_SCHEMA)
 
 
-def link_groups(pairs: list[tuple[str, str]]) -> dict[str, str]:
-    """Union-find over key changes: every key of a chain maps to one representative."""
-    parent: dict[str, str] = {}
-
-    def find(k: str) -> str:
-        parent.setdefault(k, k)
-        while parent[k] != k:
-            parent[k] = parent[parent[k]]
-            k = parent[k]
-        return k
-
-    for a, b in pairs:
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)
-    return {k: find(k) for k in parent}
-
-
-def fold_bucket(
+def fold_part(
     events: pa.Table,
     rows: pa.Table,
     *,
@@ -141,203 +142,372 @@ def fold_bucket(
     buckets: int,
     truncate_seq: str | None,
 ) -> pa.Table:
-    """Fold one worker's events into its current rows; returns rows + stats + rejects."""
+    """Refold the affected keys of one worker's part; other rows pass through."""
     types = dict(columns)
     names = [n for n, _ in columns]
-    state: dict[str, dict[str, Any]] = {}
+    logged = []
+    for row in events.to_pylist():
+        logged.append(LoggedEvent(_prepare_row(row, keys, types), row["_cdc_batch"]))
+    state, stats, affected = refold(logged, names, batch_id, truncate_seq)
+    out = []
     for row in rows.to_pylist():
         row.pop("_part", None)
-        state[key_of(row, keys)] = row
-    prepared, stats = [], MergeStats()
-    for row in events.to_pylist():
-        if row["op"] not in ROW_OPS:
+        key = key_of(row, keys)
+        if key in affected:
             continue
-        try:
-            prepared.append(prepare(*_event_args(row), keys=keys, types=types))
-        except CastError as exc:
-            stats.quarantined += 1
-            stats.rejects.append(
-                {"error": str(exc), "source_file": row["source_file"], "source_offset": row["source_offset"]}
-            )
-    stats.add(apply_events(state, prepared, names, batch_id, truncate_seq))
-    out = []
+        if truncate_seq is not None and (row.get("_cdc_seq") or "") < truncate_seq:
+            continue  # only reached when the rows' events are not in the log (table older than its log)
+        row["_kind"], row["_info"] = "row", None
+        out.append(row)
     for key, row in state.items():
         row["_cdc_bucket"] = bucket_of(key, buckets)
         row["_kind"], row["_info"] = "row", None
         out.append(row)
-    info = {"applied": stats.applied, "stale": stats.stale, "quarantined": stats.quarantined}
+    deleted = len(affected - set(state))
+    info = {"applied": stats.applied, "stale": stats.stale, "deleted_keys": deleted}
     out.append({"_kind": "stats", "_info": json.dumps(info)})
-    out.extend({"_kind": "reject", "_info": json.dumps(r)} for r in stats.rejects)
     return pa.Table.from_pylist(out, schema=_out_schema(columns))
 
 
-def _committed_batches(spark, name: str) -> tuple[set[str], str | None]:
-    rows = spark.sql(
-        f"SELECT summary['{BATCH_PROPERTY}'] AS batch, summary['{TRUNCATE_PROPERTY}'] AS wm, committed_at "
-        f"FROM {name}.snapshots ORDER BY committed_at"
-    ).collect()
-    batches = {r["batch"] for r in rows if r["batch"]}
-    watermark = rows[-1]["wm"] if rows else None
-    return batches, watermark
+HISTORY_SUFFIX = "__history"
+HISTORY_META_DDL = (
+    "valid_from timestamp, valid_to timestamp, is_current boolean, _cdc_op string, _cdc_seq string, "
+    "_cdc_ts timestamp, _cdc_batch string, _cdc_bucket int"
+)
+HISTORY_META_NAMES = [
+    "valid_from",
+    "valid_to",
+    "is_current",
+    "_cdc_op",
+    "_cdc_seq",
+    "_cdc_ts",
+    "_cdc_batch",
+    "_cdc_bucket",
+]
 
 
-def _ensure_table(spark, source_table: str, layout: dict[str, Any], buckets: int) -> int:
-    """Create the table or add new columns; returns its bucket count."""
+def _history_schema(columns: list[tuple[str, str]]) -> pa.Schema:
+    fields = [pa.field(n, arrow_type(t)) for n, t in columns]
+    fields += [
+        pa.field("valid_from", pa.timestamp("us", tz="UTC")),
+        pa.field("valid_to", pa.timestamp("us", tz="UTC")),
+        pa.field("is_current", pa.bool_()),
+        pa.field("_cdc_op", pa.string()),
+        pa.field("_cdc_seq", pa.string()),
+        pa.field("_cdc_ts", pa.timestamp("us", tz="UTC")),
+        pa.field("_cdc_batch", pa.string()),
+        pa.field("_cdc_bucket", pa.int32()),
+    ]
+    return pa.schema(fields)
+
+
+def fold_history_part(
+    events: pa.Table,
+    rows: pa.Table,
+    *,
+    keys: list[str],
+    columns: list[tuple[str, str]],
+    buckets: int,
+    truncates: list[tuple[str, Any]],
+) -> pa.Table:
+    """SCD2: recompute every version of the affected keys; other keys' versions pass through."""
+    from cdclake.merge import history
+
+    types = dict(columns)
+    names = [n for n, _ in columns]
+    logged = [LoggedEvent(_prepare_row(r, keys, types), r["_cdc_batch"]) for r in events.to_pylist()]
+    versions = history(logged, names, truncates)
+    out = []
+    for row in rows.to_pylist():
+        row.pop("_part", None)
+        if key_of(row, keys) not in versions:
+            out.append(row)
+    for key, items in versions.items():
+        for version in items:
+            out.append({**version, "_cdc_bucket": bucket_of(key, buckets)})
+    return pa.Table.from_pylist(out, schema=_history_schema(columns))
+
+
+def _snapshot_info(spark, name: str) -> set[str]:
+    rows = spark.sql(f"SELECT summary['{BATCH_PROPERTY}'] AS batch FROM {name}.snapshots").collect()
+    return {r["batch"] for r in rows if r["batch"]}
+
+
+def _create(spark, name: str, ddl: str, props: dict[str, str]) -> None:
+    props_sql = ", ".join(f"{_sql_string(k)}={_sql_string(v)}" for k, v in props.items())
+    spark.sql(
+        f"CREATE TABLE IF NOT EXISTS {name} ({ddl}) USING iceberg PARTITIONED BY (_cdc_bucket) "
+        f"TBLPROPERTIES ({props_sql})"
+    )
+
+
+def _ensure_tables(spark, source_table: str, layout: dict[str, Any], buckets: int) -> int:
+    """Create the table and its change log, or add new columns; returns the bucket count."""
     name = layout["spark_name"]
     columns = [tuple(c) for c in layout["columns"]]
-    namespace = name.rsplit(".", 1)[0]
-    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {name.rsplit('.', 1)[0]}")
+    common = {
+        "format-version": "2",
+        SOURCE_TABLE_PROPERTY: source_table,
+        "cdclake.keys": ",".join(layout["keys"]),
+        "write.parquet.compression-codec": "zstd",
+    }
     if not spark.catalog.tableExists(name):
-        props = {
-            "format-version": "2",
-            SOURCE_TABLE_PROPERTY: source_table,
-            "cdclake.keys": ",".join(layout["keys"]),
-            "cdclake.buckets": str(buckets),
-            "write.parquet.compression-codec": "zstd",
-        }
-        props_sql = ", ".join(f"{_sql_string(k)}={_sql_string(v)}" for k, v in props.items())
-        spark.sql(
-            f"CREATE TABLE IF NOT EXISTS {name} ({_table_ddl(columns)}, {META_DDL}) USING iceberg "
-            f"PARTITIONED BY (_cdc_bucket) TBLPROPERTIES ({props_sql})"
-        )
-        return buckets
+        _create(spark, name, f"{_table_ddl(columns)}, {META_DDL}", {**common, "cdclake.buckets": str(buckets)})
     props = {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {name}").collect()}
     owner = props.get(SOURCE_TABLE_PROPERTY)
     if owner and owner != source_table:
         raise ValueError(
-            f"lake table {name} holds source table {owner}, not {source_table}: two source "
-            f"names map to one identifier; set a namespace per source to separate them"
+            f"lake table {name} holds source table {owner}, not {source_table}: two source names map to "
+            f"one identifier; give the sources different namespaces to separate them"
         )
+    buckets = int(props.get("cdclake.buckets", buckets))
     present = {f.name for f in spark.table(name).schema.fields}
     new = [(n, t) for n, t in columns if n not in present]
     if new:
         spark.sql(f"ALTER TABLE {name} ADD COLUMNS ({_table_ddl(new)})")
-    return int(props.get("cdclake.buckets", buckets))
+    if not spark.catalog.tableExists(name + LOG_SUFFIX):
+        _create(spark, name + LOG_SUFFIX, LOG_DDL, {**common, "cdclake.buckets": str(buckets)})
+    if layout.get("scd2"):
+        hist = name + HISTORY_SUFFIX
+        if not spark.catalog.tableExists(hist):
+            _create(
+                spark, hist, f"{_table_ddl(columns)}, {HISTORY_META_DDL}", {**common, "cdclake.buckets": str(buckets)}
+            )
+        present = {f.name for f in spark.table(hist).schema.fields}
+        new = [(n, t) for n, t in columns if n not in present]
+        if new:
+            spark.sql(f"ALTER TABLE {hist} ADD COLUMNS ({_table_ddl(new)})")
+    return buckets
+
+
+def _linked_keys(spark, log_name: str, keys_df) -> list[str]:
+    """Keys linked to ``keys_df`` by key changes anywhere in the log, to a fixpoint.
+
+    Only key-change pairs reach the driver (they are rare), never the key set.
+    """
+    from pyspark.sql import functions as F
+
+    links = spark.table(log_name).where(F.col("_old_key").isNotNull()).select("_key", "_old_key")
+    if not links.limit(1).count():
+        return []
+    found: set[str] = set()
+    frontier = keys_df
+    for _ in range(MAX_LINK_ROUNDS):
+        pairs = links.join(frontier, (links["_key"] == frontier["k"]) | (links["_old_key"] == frontier["k"]))
+        new = {v for r in pairs.select("_key", "_old_key").distinct().collect() for v in r} - found
+        if not new:
+            break
+        found |= new
+        frontier = spark.createDataFrame([(k,) for k in sorted(new)], "k string")
+    return sorted(found)
+
+
+def _component_homes(pairs: list[tuple[str, str]], buckets: int) -> dict[str, int]:
+    """Every key linked by a key change -> the bucket of its component's smallest key."""
+    from cdclake.merge import PreparedEvent, components
+
+    fake = [PreparedEvent("UPDATE", "", ("", "", 0), None, k, old, None, None, ("", 0)) for k, old in pairs]
+    homes: dict[str, int] = {}
+    for group in components(fake):
+        members = {e.key for e in group} | {e.old_key for e in group}
+        homes.update(dict.fromkeys(members, bucket_of(min(members), buckets)))
+    return homes
 
 
 def compact_table(
-    spark, batch_dir: Path, batch_id: str, source_table: str, layout: dict[str, Any], default_buckets: int
+    spark,
+    batch_dir: Path,
+    batch_id: str,
+    source_table: str,
+    layout: dict[str, Any],
+    default_buckets: int,
+    full_refresh: bool = False,
 ) -> dict[str, Any]:
     from pyspark.sql import functions as F
 
     name = layout["spark_name"]
+    log_name = name + LOG_SUFFIX
     keys: list[str] = layout["keys"]
     columns = [tuple(c) for c in layout["columns"]]
     types = dict(columns)
-    buckets = _ensure_table(spark, source_table, layout, default_buckets)
-    committed, stored_wm = _committed_batches(spark, name)
-    if batch_id in committed:
+    buckets = _ensure_tables(spark, source_table, layout, default_buckets)
+    if batch_id in _snapshot_info(spark, name) and not full_refresh:
         return {"status": "already-committed", "applied": 0, "stale": 0, "quarantined": 0}
 
+    # 1. this batch's events -> change-log rows (or quarantine) -> appended once
     events = spark.read.parquet(str(batch_dir / "changelog")).where(F.col("table") == source_table)
-    routed = events.mapInArrow(
-        lambda it: route_events(it, keys, types, buckets),
-        "source_file string, source_offset bigint, op string, seq string, _key string, _old_key string, "
-        "_bucket int, _old_bucket int, _error string",
-    ).cache()
-    info = routed.agg(
-        F.collect_set("_bucket").alias("b"),
-        F.collect_set("_old_bucket").alias("ob"),
-        F.max(F.when(F.col("op") == "TRUNCATE", F.col("seq"))).alias("trunc"),
-        F.sum(F.when(F.col("op") == "TRUNCATE", 1).otherwise(0)).alias("truncates"),
-    ).first()
-    pairs = [
-        (r["_old_key"], r["_key"]) for r in routed.where("_old_key IS NOT NULL").select("_old_key", "_key").collect()
-    ]
-    routed.unpersist()
-    truncate_seq = max([s for s in (info["trunc"], stored_wm) if s], default=None)
-    if info["trunc"]:
-        affected = list(range(buckets))
+    routed_dir = batch_dir / "routed" / layout["identifier"]
+    events.mapInArrow(
+        lambda it: route_events(it, keys, types, buckets, batch_id), LOG_DDL + ", _error string"
+    ).write.mode("overwrite").parquet(str(routed_dir))
+    routed = spark.read.parquet(str(routed_dir))
+    errors = routed.where("_error IS NOT NULL")
+    quarantined = errors.count()
+    if quarantined:
+        errors.select(
+            F.col("_error").alias("error"),
+            "source_file",
+            "source_offset",
+            F.to_json(F.struct("op", "seq", "before", "after")).cast("binary").alias("raw"),
+        ).write.mode("overwrite").parquet(str(batch_dir / "quarantine" / "compact" / layout["identifier"]))
+    good = routed.where("_error IS NULL").drop("_error")
+    if batch_id not in _snapshot_info(spark, log_name) and good.limit(1).count():
+        good.writeTo(log_name).option(f"snapshot-property.{BATCH_PROPERTY}", batch_id).append()
+
+    # 2. affected keys (with keys linked by key changes) and buckets
+    log = spark.table(log_name)
+    truncates = good.where("_role = 'truncate'").count()
+    wm_row = log.where(F.col("_cdc_bucket") == TRUNCATE_BUCKET).agg(F.max("seq").alias("wm")).first()
+    truncate_seq = wm_row["wm"] if wm_row else None
+    batch_keys = (
+        good.where("_key IS NOT NULL")
+        .select(F.col("_key").alias("k"))
+        .union(good.where("_old_key IS NOT NULL").select(F.col("_old_key").alias("k")))
+        .distinct()
+    )
+    full = full_refresh or truncates > 0
+    linked = [] if full else _linked_keys(spark, log_name, batch_keys)
+    if linked:
+        batch_keys = batch_keys.union(spark.createDataFrame([(k,) for k in linked], "k string")).distinct()
+    if full:
+        affected_buckets = list(range(buckets))
+        log_events = log.where(F.col("_cdc_bucket") >= 0)
     else:
-        affected = sorted({b for b in (info["b"] or []) + (info["ob"] or []) if b is not None})
-    groups = link_groups(pairs)
-    part_of = {k: bucket_of(rep, buckets) for k, rep in groups.items()}
-
-    def part_for_events(it: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in it:
-            parts = []
-            for row in batch.select(
-                ["op", "before", "after", "seq", "event_ts", "source_file", "source_offset"]
-            ).to_pylist():
-                part = -1
-                if row["op"] in ROW_OPS:
-                    try:
-                        key = prepare(*_event_args(row), keys=keys, types=types).key
-                        part = part_of.get(key, bucket_of(key, buckets))
-                    except CastError:
-                        part = 0
-                parts.append(part)
-            yield batch.append_column("_part", pa.array(parts, pa.int32()))
-
-    event_ddl = events.schema.simpleString()[len("struct<") : -1] + ",_part:int"
-    parted_events = events.mapInArrow(part_for_events, event_ddl.replace(":", " "))
-    current = spark.table(name).where(F.col("_cdc_bucket").isin(affected)) if affected else None
-    if current is not None and part_of:
-        row_part = F.udf(lambda *vals: part_of.get(to_json(list(vals))), "int")
-        current = current.withColumn(
-            "_part", F.coalesce(row_part(*[F.col(quote_ident(k)) for k in keys]), F.col("_cdc_bucket"))
+        affected_buckets = sorted({bucket_of(r["k"], buckets) for r in batch_keys.collect()})
+        in_buckets = log.where(F.col("_cdc_bucket").isin(affected_buckets))
+        keyset = F.broadcast(batch_keys) if len(affected_buckets) < buckets else batch_keys
+        log_events = in_buckets.join(keyset, in_buckets["_key"] == keyset["k"], "left_semi").union(
+            in_buckets.join(keyset, in_buckets["_old_key"] == keyset["k"], "left_semi")
         )
-    elif current is not None:
-        current = current.withColumn("_part", F.col("_cdc_bucket"))
-    if current is None:
-        current = spark.createDataFrame([], f"{_table_ddl(columns)}, {META_DDL}, _part int")
+    if not affected_buckets:
+        return {"status": "no-change", "applied": 0, "stale": 0, "quarantined": quarantined, "truncates": 0}
 
-    out_schema = _out_schema(columns)
+    # 3. route each key-change component to one worker: the bucket of its smallest key
+    pairs = log_events.where("_old_key IS NOT NULL").select("_key", "_old_key").distinct().collect()
+    part_of = _component_homes([(r["_key"], r["_old_key"]) for r in pairs], buckets)
+
+    part_udf = F.udf(lambda k, b: part_of.get(k, b) if k is not None else b, "int")
+    ev_parted = log_events.withColumn("_part", part_udf(F.col("_key"), F.col("_cdc_bucket")))
+
+    current = spark.table(name).where(F.col("_cdc_bucket").isin(affected_buckets))
+    if part_of:
+
+        def rows_part(it: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            for batch in it:
+                parts = [part_of.get(key_of(r, keys), r["_cdc_bucket"]) for r in batch.to_pylist()]
+                yield batch.append_column("_part", pa.array(parts, pa.int32()))
+
+        current = current.mapInArrow(rows_part, f"{_table_ddl(columns)}, {META_DDL}, _part int")
+    else:
+        current = current.withColumn("_part", F.col("_cdc_bucket"))
+
     out_ddl = f"{_table_ddl(columns)}, {META_DDL}, _kind string, _info string"
 
     def fold(ev: pa.Table, rows: pa.Table) -> pa.Table:
-        return fold_bucket(
-            ev,
-            rows,
-            keys=keys,
-            columns=columns,
-            batch_id=batch_id,
-            buckets=buckets,
-            truncate_seq=truncate_seq,
+        return fold_part(
+            ev, rows, keys=keys, columns=columns, batch_id=batch_id, buckets=buckets, truncate_seq=truncate_seq
         )
 
     merged_dir = batch_dir / "merged" / layout["identifier"]
-    folded = parted_events.groupBy("_part").cogroup(current.groupBy("_part")).applyInArrow(fold, out_ddl)
+    folded = ev_parted.groupBy("_part").cogroup(current.groupBy("_part")).applyInArrow(fold, out_ddl)
     folded.write.mode("overwrite").parquet(str(merged_dir))
     merged = spark.read.schema(out_ddl).parquet(str(merged_dir))
-    stats = {"applied": 0, "stale": 0, "quarantined": 0}
-    rejects = []
-    for r in merged.where("_kind <> 'row'").select("_kind", "_info").collect():
-        if r["_kind"] == "stats":
-            for k, v in json.loads(r["_info"]).items():
-                stats[k] += v
-        else:
-            rejects.append(json.loads(r["_info"]))
-    if rejects:
-        spark.createDataFrame(
-            [(x["error"], x["source_file"], x["source_offset"], None) for x in rejects],
-            "error string, source_file string, source_offset bigint, raw binary",
-        ).write.mode("overwrite").parquet(str(batch_dir / "quarantine" / "compact" / layout["identifier"]))
-    truncates = int(info["truncates"] or 0)
-    if affected:
-        writer = (
-            merged.where("_kind = 'row'")
-            .select(
-                [quote_ident(n) for n, _ in columns] + ["_cdc_op", "_cdc_seq", "_cdc_ts", "_cdc_batch", "_cdc_bucket"]
-            )
-            .writeTo(name)
-            .option(f"snapshot-property.{BATCH_PROPERTY}", batch_id)
+    stats = {"applied": 0, "stale": 0, "deleted_keys": 0}
+    for r in merged.where("_kind = 'stats'").select("_info").collect():
+        for k, v in json.loads(r["_info"]).items():
+            stats[k] += v
+    writer = (
+        merged.where("_kind = 'row'")
+        .select([quote_ident(n) for n, _ in columns] + META_NAMES)
+        .writeTo(name)
+        .option(f"snapshot-property.{BATCH_PROPERTY}", batch_id)
+    )
+    if truncate_seq:
+        writer = writer.option("snapshot-property.cdclake.truncate-watermark", truncate_seq)
+    writer.overwrite(F.col("_cdc_bucket").isin(affected_buckets))
+    if layout.get("scd2"):
+        _write_history(
+            spark,
+            name + HISTORY_SUFFIX,
+            ev_parted,
+            part_of,
+            affected_buckets,
+            keys,
+            columns,
+            buckets,
+            batch_id,
+            log,
+            batch_dir / "history" / layout["identifier"],
         )
-        if truncate_seq:
-            writer = writer.option(f"snapshot-property.{TRUNCATE_PROPERTY}", truncate_seq)
-        writer.overwrite(F.col("_cdc_bucket").isin(affected))
-    del out_schema
+    summary = spark.sql(f"SELECT summary FROM {name}.snapshots ORDER BY committed_at DESC LIMIT 1").first()["summary"]
     return {
-        "status": "committed" if affected else "no-change",
+        "status": "committed",
         **stats,
+        "quarantined": quarantined,
         "truncates": truncates,
-        "buckets_rewritten": len(affected),
+        "buckets_rewritten": len(affected_buckets),
         "buckets": buckets,
+        "files_added": int(summary.get("added-data-files", 0)),
+        "files_removed": int(summary.get("deleted-data-files", 0)),
+        "files_total": int(summary.get("total-data-files", 0)),
         "committed_at": dt.datetime.now(dt.UTC).isoformat(),
     }
 
 
-def run(spark, batch_dir: str | Path, tables: list[str] | None = None, buckets: int = 16) -> dict[str, Any]:
+def _write_history(
+    spark,
+    hist: str,
+    ev_parted,
+    part_of: dict[str, int],
+    affected_buckets: list[int],
+    keys: list[str],
+    columns: list[tuple[str, str]],
+    buckets: int,
+    batch_id: str,
+    log,
+    out_dir: Path,
+) -> None:
+    from pyspark.sql import functions as F
+
+    if batch_id in _snapshot_info(spark, hist):
+        return
+    truncates = [
+        (r["seq"], r["event_ts"])
+        for r in log.where(F.col("_cdc_bucket") == TRUNCATE_BUCKET).select("seq", "event_ts").collect()
+    ]
+    current = spark.table(hist).where(F.col("_cdc_bucket").isin(affected_buckets))
+    ddl = f"{_table_ddl(columns)}, {HISTORY_META_DDL}"
+    if part_of:
+
+        def rows_part(it: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            for batch in it:
+                parts = [part_of.get(key_of(r, keys), r["_cdc_bucket"]) for r in batch.to_pylist()]
+                yield batch.append_column("_part", pa.array(parts, pa.int32()))
+
+        current = current.mapInArrow(rows_part, f"{ddl}, _part int")
+    else:
+        current = current.withColumn("_part", F.col("_cdc_bucket"))
+
+    def fold(ev: pa.Table, rows: pa.Table) -> pa.Table:
+        return fold_history_part(ev, rows, keys=keys, columns=columns, buckets=buckets, truncates=truncates)
+
+    ev_parted.groupBy("_part").cogroup(current.groupBy("_part")).applyInArrow(fold, ddl).write.mode(
+        "overwrite"
+    ).parquet(str(out_dir))
+    (
+        spark.read.schema(ddl)
+        .parquet(str(out_dir))
+        .select([quote_ident(n) for n, _ in columns] + HISTORY_META_NAMES)
+        .writeTo(hist)
+        .option(f"snapshot-property.{BATCH_PROPERTY}", batch_id)
+        .overwrite(F.col("_cdc_bucket").isin(affected_buckets))
+    )
+
+
+def run(
+    spark, batch_dir: str | Path, tables: list[str] | None = None, buckets: int = 16, full_refresh: bool = False
+) -> dict[str, Any]:
     """Compact every table of the batch (or only ``tables``); report per table."""
     batch_dir = Path(batch_dir)
     manifest = read_manifest(batch_dir)
@@ -349,7 +519,9 @@ def run(spark, batch_dir: str | Path, tables: list[str] | None = None, buckets: 
         if layout.get("error"):
             report[source_table] = {"status": "skipped", "error": layout["error"]}
             continue
-        report[source_table] = compact_table(spark, batch_dir, manifest.batch_id, source_table, layout, buckets)
+        report[source_table] = compact_table(
+            spark, batch_dir, manifest.batch_id, source_table, layout, buckets, full_refresh
+        )
     step = "compact" if not tables else "compact-" + "-".join(sorted(tables))
     write_report(batch_dir, step, report)
     return report

@@ -151,6 +151,7 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
             manifest.namespace,
         )
         layout["counts"] = op_counts.get(source_table, {})
+        layout["scd2"] = source_table in manifest.scd2 or "*" in manifest.scd2
         if not layout["keys"] and stats["row_events"]:
             keyless.append(source_table)
             layout["error"] = (
