@@ -70,8 +70,9 @@ def to_message(table: str, pos: int, op: str, key: int, other: int, name) -> dic
 
 @settings(max_examples=5, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.lists(event_st, min_size=3, max_size=12), st.integers(1, 3), st.randoms(use_true_random=False))
-def test_any_batching_order_and_replay_gives_the_reference_table(spark, warehouse, tmp_path_factory, history,
-                                                                 nbatches, rnd: random.Random):
+def test_any_batching_order_and_replay_gives_the_reference_table(
+    spark, warehouse, tmp_path_factory, history, nbatches, rnd: random.Random
+):
     table = f"LAW.T{next(_tables)}"
     messages = [to_message(table, pos, *item) for pos, item in enumerate(history, start=1)]
     expected = reference([{**m, "pos": int(m["pos"])} for m in messages])
@@ -80,7 +81,7 @@ def test_any_batching_order_and_replay_gives_the_reference_table(spark, warehous
     batches = [shuffled[i::nbatches] for i in range(nbatches)]
     order = [*range(nbatches), rnd.randrange(nbatches)]  # one batch is replayed at the end
     folder = tmp_path_factory.mktemp("law")
-    for n, index in enumerate(order):
+    for _n, index in enumerate(order):
         path = folder / f"batch{index}.json"
         path.write_text("\n".join(json.dumps(m) for m in batches[index]) + "\n")
         apply_files("goldengate-json", Options({"keys": "id"}), [str(path)], warehouse, spark=spark)

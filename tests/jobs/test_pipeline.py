@@ -101,9 +101,10 @@ def test_one_row_change_rewrites_a_small_fraction_of_the_files(spark, warehouse,
     t = "PIPE.BIG"
     rows = [gg(t, "I", i, after={"id": i, "v": f"row {i}"}) for i in range(1, 401)]
     apply(spark, warehouse, [write(tmp_path / "big1.json", rows)], keys="id")
-    report = apply(spark, warehouse, [write(tmp_path / "big2.json", [gg(t, "U", 500, after={"id": 7, "v": "x"})])],
-                   keys="id")
-    summary = [s for s in snapshot_summaries(warehouse, t) if s.get("cdclake.batch-id") == report["batch_id"]][0]
+    report = apply(
+        spark, warehouse, [write(tmp_path / "big2.json", [gg(t, "U", 500, after={"id": 7, "v": "x"})])], keys="id"
+    )
+    summary = next(s for s in snapshot_summaries(warehouse, t) if s.get("cdclake.batch-id") == report["batch_id"])
     total = int(summary["total-data-files"])
     assert total >= 16  # one file per key bucket at least
     assert int(summary["deleted-data-files"]) == 1 and int(summary["added-data-files"]) == 1
@@ -115,9 +116,13 @@ def test_scd2_history_table(spark, warehouse, tmp_path):
     from cdclake.local_apply import apply_files
 
     t = "PIPE.HIST"
-    b1 = write(tmp_path / "h1.json", [gg(t, "I", 1, after={"id": 1, "v": "a"}), gg(t, "I", 2, after={"id": 2, "v": "b"})])
-    b2 = write(tmp_path / "h2.json", [gg(t, "U", 3, before={"id": 1}, after={"id": 1, "v": "a2"}),
-                                      gg(t, "D", 4, before={"id": 2})])
+    b1 = write(
+        tmp_path / "h1.json", [gg(t, "I", 1, after={"id": 1, "v": "a"}), gg(t, "I", 2, after={"id": 2, "v": "b"})]
+    )
+    b2 = write(
+        tmp_path / "h2.json",
+        [gg(t, "U", 3, before={"id": 1}, after={"id": 1, "v": "a2"}), gg(t, "D", 4, before={"id": 2})],
+    )
     for path in (b2, b1):  # the later batch first: history must not care
         apply_files("goldengate-json", Options({"keys": "id"}), [path], warehouse, spark=spark, scd2=[t])
     versions = read_rows(warehouse, t + "__history", include_meta=True)
