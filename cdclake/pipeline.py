@@ -24,8 +24,8 @@ def run_batch(spark, batch_dir: str | Path, buckets: int = 16) -> dict[str, Any]
 def build_report(batch_dir: str | Path) -> dict[str, Any]:
     """One batch report: every record accounted for.
 
-    read = events + rejected at decode; events = row events + non-row events;
-    row events = applied + stale + quarantined (normalize and compact).
+    read + carried in (held back by an earlier batch) = applied + stale + quarantined
+    (decode, normalize, compact) + non-row events + held back (incomplete transactions).
     """
     batch_dir = Path(batch_dir)
     dec = read_report(batch_dir, "decode") or {}
@@ -50,10 +50,12 @@ def build_report(batch_dir: str | Path) -> dict[str, Any]:
         "stale": stale,
         "quarantined": quarantined,
         "non_row": norm.get("non_row_events", 0) - sum(t.get("truncates", 0) for t in comp.values()),
+        "held": norm.get("held", 0),
+        "carried_in": norm.get("carried_in", 0),
         "tables": tables,
     }
-    report["balanced"] = report["read"] == (
-        report["applied"] + report["stale"] + report["quarantined"] + report["non_row"]
+    report["balanced"] = report["read"] + report["carried_in"] == (
+        report["applied"] + report["stale"] + report["quarantined"] + report["non_row"] + report["held"]
     )
     write_report(batch_dir, "batch", report)
     return report

@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from cdclake.batch import read_manifest, write_json_atomic, write_report
-from cdclake.coltypes import canonical_type, quote_ident, type_from_engine, unify
+from cdclake.coltypes import canonical_type, type_from_engine, unify
 from cdclake.events import ROW_OPS
 from cdclake.jobs.decode import DECODED_SPARK_DDL
 from cdclake.naming import iceberg_identifier, spark_table_name
+from cdclake.transactions import held_inputs, held_output, split_incomplete
 
 # JSON text of a value -> the type it suggests; must agree with coltypes.kind_of.
 _KIND_SQL = (
@@ -85,13 +86,30 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
         "row_events": 0,
         "non_row_events": 0,
         "quarantined": 0,
+        "held": 0,
+        "carried_in": 0,
     }
-    if not event_dir.exists():
+    carried_dirs = [d for d in held_inputs(batch_dir) if d.exists()]
+    if not event_dir.exists() and not carried_dirs:
         write_json_atomic(batch_dir / "tables.json", {})
         write_report(batch_dir, "normalize", report)
         return report
-    events = spark.read.schema(DECODED_SPARK_DDL.replace("kind string, ", "")).parquet(str(event_dir))
-    events = events.drop("error", "raw")
+    event_ddl = DECODED_SPARK_DDL.replace("kind string, ", "")
+    if event_dir.exists():
+        events = spark.read.schema(event_ddl).parquet(str(event_dir)).drop("error", "raw")
+    else:
+        events = spark.createDataFrame([], event_ddl).drop("error", "raw")
+    carried = None
+    if carried_dirs:
+        carried = spark.read.schema(event_ddl.replace(", error string, raw binary", "") + ", _held_age int").parquet(
+            *[str(d) for d in carried_dirs]
+        )
+        report["carried_in"] = carried.count()
+    events, hold = split_incomplete(spark, events, carried)
+    if hold is not None:
+        hold.write.mode("overwrite").parquet(str(held_output(batch_dir)))
+        report["held"] = spark.read.parquet(str(held_output(batch_dir))).count()
+    events = events.persist()
 
     per_table = {
         r["table"]: r
@@ -187,6 +205,3 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
     write_json_atomic(batch_dir / "tables.json", layouts)
     write_report(batch_dir, "normalize", report)
     return report
-
-
-__all__ = ["quote_ident", "run", "table_layout"]
