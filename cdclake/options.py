@@ -8,6 +8,7 @@ replication tool's configuration unchanged.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 
 #: Options every format understands.
@@ -25,13 +26,18 @@ def unwrap_cdata(value: str) -> str:
     return _unescape(value)
 
 
+_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|x[0-9a-fA-F]{2}|[ntr0\\])")
+_SIMPLE = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "\\": "\\"}
+
+
 def _unescape(value: str) -> str:
-    if "\\" not in value:
-        return value
-    try:
-        return value.encode("latin-1", "backslashreplace").decode("unicode_escape")
-    except UnicodeDecodeError as exc:  # pragma: no cover - defensive
-        raise OptionError(f"cannot read escapes in option value {value!r}: {exc}") from exc
+    """Resolve ``\\n``, ``\\t``, ``\\u0001``, ``\\x01``...; unknown escapes (Hive's ``\\N``) stay as written."""
+
+    def one(match: re.Match[str]) -> str:
+        code = match.group(1)
+        return chr(int(code[1:], 16)) if code[0] in "ux" else _SIMPLE[code]
+
+    return _ESCAPE.sub(one, value)
 
 
 class Options:

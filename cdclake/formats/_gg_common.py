@@ -110,6 +110,7 @@ class ByteOffsets:
 
     def __init__(self, text: str, codec: str, base: int, identity: bool) -> None:
         self._text, self._base, self._identity = text, base, identity
+        self.codec = codec
         self._encoder = codecs.getincrementalencoder(codec)()
         self._char, self._byte = 0, base
 
@@ -129,19 +130,28 @@ class ByteOffsets:
         return self._byte
 
 
+def encoded_length(text: str, codec: str) -> int:
+    """Bytes ``text`` took in the input (each escaped undecodable byte counts one)."""
+    pieces = ESCAPED.split(text)
+    return sum(len(p.encode(codec)) for p in pieces) + len(pieces) - 1
+
+
 def decode_text(data: bytes, codec: str) -> tuple[str, ByteOffsets]:
     """The file as text (BOM dropped, bad bytes escaped) and its character -> byte offset map."""
     codec, bom = codec_for(codec, data)
     text = data[bom:].decode(codec, ESCAPE_ERRORS)
+    if text.startswith("\ufeff"):  # a byte order mark the codec does not consume (UTF-16LE named)
+        bom += len("\ufeff".encode(codec))
+        text = text[1:]
     identity = len(text) + bom == len(data) and (data.isascii() or codec in ("latin-1", "iso8859-1"))
     return text, ByteOffsets(text, codec, bom, identity)
 
 
-def encoding_error(text: str, char_pos: int, encoding: str, where: str) -> str:
+def encoding_error(text: str, char_pos: int, encoding: str, byte_offset: int) -> str:
     """Reason for an undecodable byte at ``char_pos`` (an escape made by :data:`ESCAPE_ERRORS`)."""
     byte = ord(text[char_pos]) - 0xDC00
     return (
-        f"bytes that are not valid {encoding} {where} (first bad byte 0x{byte:02x});"
+        f"bytes that are not valid {encoding} (first bad byte 0x{byte:02x} at byte {byte_offset});"
         " set the encoding option to the writer's encoding"
     )
 
@@ -243,6 +253,8 @@ class Column:
     name: str
     type: str = STRING
     key: bool = False
+    #: False when no schema gave the type (the column's text is kept as a string).
+    known: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,7 +270,8 @@ class Layout:
         return [c.name for c in self.columns]
 
     def types(self) -> dict[str, str]:
-        return {c.name: c.type for c in self.columns}
+        """Column types given by a schema (``meta["column_types"]``); columns without one are left out."""
+        return {c.name: c.type for c in self.columns if c.known}
 
     def keys(self) -> list[str]:
         return [c.name for c in self.columns if c.key]
@@ -549,11 +562,11 @@ class LayoutTracker:
         )
 
 
-def merge_types(names: Iterable[str], *layouts: Layout | None) -> Layout:
+def merge_types(names: Iterable[str], source: str, *layouts: Layout | None) -> Layout:
     """A layout for ``names`` (read from the data) with types and key marks from ``layouts``."""
     known: dict[str, Column] = {}
     for layout in layouts:
         if layout is not None:
             for column in layout.columns:
                 known.setdefault(column.name, column)
-    return Layout(tuple(known.get(n, Column(n)) for n in names), "the record's column names")
+    return Layout(tuple(known.get(n, Column(n, known=False)) for n in names), source)
