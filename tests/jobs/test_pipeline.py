@@ -129,3 +129,18 @@ def test_scd2_history_table(spark, warehouse, tmp_path):
     got = sorted((r["id"], r["v"], r["is_current"], r["_cdc_op"], r["valid_to"] is None) for r in versions)
     assert got == [(1, "a", False, "INSERT", False), (1, "a2", True, "UPDATE", True), (2, "b", False, "INSERT", False)]
     assert read_rows(warehouse, t) == [{"id": 1, "v": "a2"}]
+
+
+def test_full_refresh_rebuilds_the_table_from_its_change_log(spark, warehouse, tmp_path):
+    from cdclake.jobs import compact
+
+    t = "PIPE.REBUILD"
+    apply(spark, warehouse, [write(tmp_path / "r1.json", [gg(t, "I", 1, after={"id": 1, "v": "a"}),
+                                                          gg(t, "I", 2, after={"id": 2, "v": "b"})])], keys="id")
+    report = apply(spark, warehouse, [write(tmp_path / "r2.json", [gg(t, "U", 3, after={"id": 2, "v": "b2"})])],
+                   keys="id")
+    before = read_rows(warehouse, t, include_meta=True)
+    spark.sql("DELETE FROM lake.pipe.rebuild WHERE id = 1")  # damage the current-state table
+    spark.sql("UPDATE lake.pipe.rebuild SET v = 'wrong' WHERE id = 2")
+    compact.run(spark, warehouse / "_staging" / report["batch_id"], full_refresh=True)
+    assert read_rows(warehouse, t, include_meta=True) == before
