@@ -42,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     app.add_argument("--option", action="append", default=[], metavar="KEY=VALUE")
     app.add_argument("--warehouse", required=True, metavar="DIR")
     app.add_argument("--batch-id", default=None, help="batch id (default: derived from the files)")
+    app.add_argument("--namespace", default=None, help="Iceberg namespace for every table (default: from the name)")
     app.add_argument(
         "--scd2",
         action="append",
@@ -54,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     show = sub.add_parser("show", help="print a table's current rows as JSON lines")
     show.add_argument("--warehouse", required=True, metavar="DIR")
     show.add_argument("--meta", action="store_true", help="include the _cdc_* columns")
+    show.add_argument("--namespace", default=None, help="the namespace given to apply, if any")
     show.add_argument("table", metavar="TABLE", help="the source's table name, e.g. GG.TCUSTORD")
     return parser
 
@@ -104,7 +106,15 @@ def _apply(args: argparse.Namespace) -> int:
 
     options = Options.parse(args.option)
     get_decoder(args.format, options)  # usage errors before Spark starts
-    report = apply_files(args.format, options, args.files, args.warehouse, batch_id=args.batch_id, scd2=args.scd2)
+    report = apply_files(
+        args.format,
+        options,
+        args.files,
+        args.warehouse,
+        batch_id=args.batch_id,
+        scd2=args.scd2,
+        namespace=args.namespace,
+    )
     sys.stdout.write(to_json(report) + "\n")
     return EXIT_REJECTED if report.get("quarantined") else EXIT_OK
 
@@ -113,7 +123,7 @@ def _show(args: argparse.Namespace) -> int:
     from cdclake.tables import TableNotFound, read_rows
 
     try:
-        rows = read_rows(args.warehouse, args.table, include_meta=args.meta)
+        rows = read_rows(args.warehouse, args.table, include_meta=args.meta, namespace=args.namespace)
     except TableNotFound as exc:
         sys.stderr.write(f"python -m cdclake show: error: {exc}\n")
         return EXIT_USAGE

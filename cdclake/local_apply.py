@@ -21,13 +21,16 @@ def apply_files(
     batch_id: str | None = None,
     spark=None,
     scd2: list[str] | None = None,
+    namespace: str | None = None,
 ) -> dict[str, Any]:
     settings = Settings.from_env()
     warehouse = Path(warehouse).resolve()
     warehouse.mkdir(parents=True, exist_ok=True)
     raw = options.raw()
     keys = options.list("keys")
-    batch_id = batch_id or content_batch_id(files, format_id, {**raw, "scd2": ",".join(scd2 or [])})
+    batch_id = batch_id or content_batch_id(
+        files, format_id, {**raw, "scd2": ",".join(scd2 or []), "namespace": namespace or ""}
+    )
     manifest = Manifest(
         source="apply",
         batch_id=batch_id,
@@ -35,6 +38,7 @@ def apply_files(
         options=raw,
         keys={"*": keys} if keys else {},
         scd2=list(scd2 or []),
+        namespace=namespace,
     )
     staging_root = warehouse / "_staging"
     stage_files(files, staging_root, manifest)
