@@ -57,6 +57,11 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--meta", action="store_true", help="include the _cdc_* columns")
     show.add_argument("--namespace", default=None, help="the namespace given to apply, if any")
     show.add_argument("table", metavar="TABLE", help="the source's table name, e.g. GG.TCUSTORD")
+    ret = sub.add_parser("retention", help="expire tombstones older than the retention from a table's change log")
+    ret.add_argument("--warehouse", required=True, metavar="DIR")
+    ret.add_argument("--days", type=float, default=None, help="default: table property or 30")
+    ret.add_argument("--namespace", default=None)
+    ret.add_argument("table", metavar="TABLE")
     return parser
 
 
@@ -67,6 +72,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _decode(args)
         if args.command == "apply":
             return _apply(args)
+        if args.command == "retention":
+            return _retention(args)
         return _show(args)
     except OptionError as exc:
         sys.stderr.write(f"python -m cdclake {args.command}: error: {exc}\n")
@@ -117,6 +124,18 @@ def _apply(args: argparse.Namespace) -> int:
     )
     sys.stdout.write(to_json(report) + "\n")
     return EXIT_REJECTED if report.get("quarantined") else EXIT_OK
+
+
+def _retention(args: argparse.Namespace) -> int:
+    from cdclake.jobs import retention
+    from cdclake.naming import spark_table_name
+    from cdclake.settings import Settings
+    from cdclake.spark import build_session
+
+    spark = build_session("cdclake-retention", args.warehouse, master="local[*]", jars=Settings.from_env().jars())
+    report = retention.run(spark, spark_table_name(args.table, args.namespace), days=args.days)
+    sys.stdout.write(to_json(report) + "\n")
+    return EXIT_OK
 
 
 def _show(args: argparse.Namespace) -> int:

@@ -137,8 +137,9 @@ def logged(batch, *events):
 
 
 def test_late_partial_update_fills_only_columns_no_newer_event_wrote():
-    history = logged("b1", ev("INSERT", 1, after={"id": 1, "name": "a", "qty": 1}),
-                     ev("UPDATE", 3, after={"id": 1, "qty": 3}))
+    history = logged(
+        "b1", ev("INSERT", 1, after={"id": 1, "name": "a", "qty": 1}), ev("UPDATE", 3, after={"id": 1, "qty": 3})
+    )
     late = logged("b2", ev("UPDATE", 2, after={"id": 1, "name": "late", "qty": 2}))
     state, stats, _ = refold(history + late, COLS, "b2")
     assert values(state) == {"[1]": {"id": 1, "name": "late", "qty": 3}}
@@ -153,9 +154,12 @@ def test_tombstone_keeps_an_older_event_from_resurrecting_a_deleted_row():
 
 
 def test_key_change_chain_folds_across_keys():
-    events = logged("b1", ev("INSERT", 1, after={"id": 1, "name": "a", "qty": 1}),
-                    ev("UPDATE", 2, before={"id": 1}, after={"id": 2}),
-                    ev("UPDATE", 3, before={"id": 2}, after={"id": 3, "qty": 9}))
+    events = logged(
+        "b1",
+        ev("INSERT", 1, after={"id": 1, "name": "a", "qty": 1}),
+        ev("UPDATE", 2, before={"id": 1}, after={"id": 2}),
+        ev("UPDATE", 3, before={"id": 2}, after={"id": 3, "qty": 9}),
+    )
     state, _, keys = refold(events, COLS, "b1")
     assert values(state) == {"[3]": {"id": 3, "name": "a", "qty": 9}} and keys == {"[1]", "[2]", "[3]"}
 
@@ -200,3 +204,31 @@ def test_history_versions_close_and_open():
     # a truncate closes the open version at its time and later events start from nothing
     versions = history([LoggedEvent(e, "b") for e in events[:2]], COLS, truncates=[("3", t[3])])["[1]"]
     assert [(v["valid_to"], v["is_current"]) for v in versions] == [(t[2], False), (t[3], False)]
+
+
+@settings(max_examples=50, deadline=None)
+@given(histories, st.randoms(), st.integers(1, 4))
+def test_history_is_independent_of_batching_and_arrival_order(history_, rnd: random.Random, nbatches):
+    from cdclake.merge import history
+
+    events = []
+    for seq, (op, key, name, partial) in enumerate(history_, start=1):
+        after = {"id": key, "qty": seq} if partial else {"id": key, "name": name, "qty": seq}
+        ts = TS + dt.timedelta(seconds=seq)
+        events.append(
+            prepare(
+                op, f"{seq:04d}", ts, {"id": key}, None if op == "DELETE" else after, ("f", seq), keys=KEYS, types=TYPES
+            )
+        )
+    reference = history([LoggedEvent(e, "all") for e in events], COLS)
+    shuffled = list(events)
+    rnd.shuffle(shuffled)
+    got = history([LoggedEvent(e, f"b{i % nbatches}") for i, e in enumerate(shuffled)], COLS)
+    strip = {
+        k: [{c: v[c] for c in (*COLS, "valid_from", "valid_to", "is_current", "_cdc_op")} for v in vs]
+        for k, vs in got.items()
+    }
+    assert strip == {
+        k: [{c: v[c] for c in (*COLS, "valid_from", "valid_to", "is_current", "_cdc_op")} for v in vs]
+        for k, vs in reference.items()
+    }

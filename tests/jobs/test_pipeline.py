@@ -135,12 +135,54 @@ def test_full_refresh_rebuilds_the_table_from_its_change_log(spark, warehouse, t
     from cdclake.jobs import compact
 
     t = "PIPE.REBUILD"
-    apply(spark, warehouse, [write(tmp_path / "r1.json", [gg(t, "I", 1, after={"id": 1, "v": "a"}),
-                                                          gg(t, "I", 2, after={"id": 2, "v": "b"})])], keys="id")
-    report = apply(spark, warehouse, [write(tmp_path / "r2.json", [gg(t, "U", 3, after={"id": 2, "v": "b2"})])],
-                   keys="id")
+    apply(
+        spark,
+        warehouse,
+        [
+            write(
+                tmp_path / "r1.json",
+                [gg(t, "I", 1, after={"id": 1, "v": "a"}), gg(t, "I", 2, after={"id": 2, "v": "b"})],
+            )
+        ],
+        keys="id",
+    )
+    report = apply(
+        spark, warehouse, [write(tmp_path / "r2.json", [gg(t, "U", 3, after={"id": 2, "v": "b2"})])], keys="id"
+    )
     before = read_rows(warehouse, t, include_meta=True)
     spark.sql("DELETE FROM lake.pipe.rebuild WHERE id = 1")  # damage the current-state table
     spark.sql("UPDATE lake.pipe.rebuild SET v = 'wrong' WHERE id = 2")
     compact.run(spark, warehouse / "_staging" / report["batch_id"], full_refresh=True)
     assert read_rows(warehouse, t, include_meta=True) == before
+
+
+def test_tombstones_hold_until_retention_expires_them(spark, warehouse, tmp_path):
+    import datetime as dt
+
+    from cdclake.jobs import retention
+
+    t = "PIPE.TOMB"
+    apply(
+        spark,
+        warehouse,
+        [
+            write(
+                tmp_path / "t1.json",
+                [
+                    gg(t, "I", 1, after={"id": 1, "v": "a"}),
+                    gg(t, "D", 5, before={"id": 1}),
+                    gg(t, "I", 6, after={"id": 2, "v": "b"}),
+                ],
+            )
+        ],
+        keys="id",
+    )
+    replay = write(tmp_path / "t2.json", [gg(t, "I", 3, after={"id": 1, "v": "old replay"})])
+    assert apply(spark, warehouse, [replay], keys="id")["stale"] == 1
+    assert read_rows(warehouse, t) == [{"id": 2, "v": "b"}]  # the tombstone held
+    kept = retention.run(spark, "lake.pipe.tomb", days=30, now=dt.datetime(2024, 1, 2, tzinfo=dt.UTC))
+    assert (kept["tombstones"], kept["expired"]) == (1, 0)
+    gone = retention.run(spark, "lake.pipe.tomb", days=30, now=dt.datetime(2024, 3, 1, tzinfo=dt.UTC))
+    assert (gone["tombstones"], gone["expired"]) == (1, 1)
+    assert read_rows(warehouse, t) == [{"id": 2, "v": "b"}]  # the lake table does not change
+    assert retention.run(spark, "lake.pipe.tomb", days=30)["tombstones"] == 0
