@@ -158,6 +158,9 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
     layouts: dict[str, Any] = {}
     keyless: list[str] = []
     for source_table, stats in sorted(per_table.items()):
+        report["tables"][source_table] = {"events": stats["events"], "row_events": stats["row_events"]}
+        if not stats["row_events"] and not op_counts.get(source_table, {}).get("TRUNCATE"):
+            continue  # only heartbeats, transaction markers, schema or DDL events: no lake table to write
         cols = [(name, kinds_, hint) for _, name, kinds_, hint in sorted(seen.get(source_table, []))]
         name = spark_table_name(source_table, manifest.namespace)
         layout = table_layout(
@@ -177,7 +180,6 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
                 f"--option keys=COL1,COL2 or in the source configuration (keys: {{{source_table}: [...]}})"
             )
         layouts[source_table] = layout
-        report["tables"][source_table] = {"events": stats["events"], "row_events": stats["row_events"]}
 
     row_events = events.where(F.col("op").isin(*ROW_OPS) | (F.col("op") == "TRUNCATE"))
     good = row_events.where(~F.col("table").isin(*keyless)) if keyless else row_events

@@ -1,0 +1,318 @@
+"""Shared pieces of the ``datahub-tuple``, ``datahub-blob`` and ``cdl-json`` decoders.
+
+- :func:`scan_json`: JSON objects one per line, concatenated or pretty-printed, in UTF-8
+  (the encoding DataHub BLOB and CDL write). One ``JSONDecoder.raw_decode`` loop reads all
+  framings; a bad record is rejected with its bytes and byte offset and scanning resumes at
+  the next line starting with ``{`` (licence headers, junk lines and truncated records cost
+  only themselves). Bytes that are not UTF-8 reject only their record.
+- :func:`datahub_seq`: DataHub ``sequenceId`` / ``_sequence_id_`` (digits, e.g.
+  ``1605339516000000004``) zero-padded to :data:`SEQ_WIDTH` so that string order is numeric
+  order. Full-load (snapshot) rows carry ``-1``; their ``seq`` is the text ``-1``, which
+  sorts before every padded sequence (``-`` < ``0``): a change captured during or after the
+  full load always wins over the snapshot row of the same key.
+- :class:`UpdatePairs`: DataHub splits one update into a before half and an after half that
+  share the sequence id (possibly not adjacent). The halves become ONE ``UPDATE`` with both
+  images whatever their order; a half left alone when the file ends is rejected.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from cdclake.events import ChangeEvent, Rejected, Source
+
+#: Records larger than this are rejected (bytes).
+MAX_RECORD_BYTES = 64 * 1024**2
+#: Records nesting JSON deeper than this are rejected.
+MAX_DEPTH = 512
+#: Rejected records keep at most this many of their bytes.
+MAX_RAW_BYTES = 1024**2
+#: ``seq`` width for DataHub sequence ids (19 digits are usual).
+SEQ_WIDTH = 32
+#: ``seq`` of full-load rows (sequence id ``-1``): sorts before every padded sequence id.
+SNAPSHOT_SEQ = "-1"
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_ESCAPED = re.compile("[\udc80-\udcff]")  # surrogateescape of a byte that is not UTF-8
+_NEXT_RECORD_LINE = re.compile(r"\n[ \t\r\f\v]*\{")
+_BLANKS = re.compile(r"[ \t\r\n\f\v]*")
+_INTEGER = re.compile(r"-?[0-9]+")
+_DIGITS = re.compile(r"[0-9]+")
+
+
+class RecordError(ValueError):
+    """A record that cannot be decoded; the message is the rejection reason."""
+
+
+# --- JSON records -------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class JsonRecord:
+    """One parsed JSON value with where it was read (bytes copied only when rejected)."""
+
+    value: Any
+    source: Source
+    data: bytes
+    end: int
+
+    def raw(self) -> bytes:
+        start = self.source.offset
+        return self.data[start : min(self.end, start + MAX_RAW_BYTES)]
+
+    def reject(self, reason: str) -> Rejected:
+        return Rejected(reason, self.source, self.raw())
+
+
+class _ByteOffsets:
+    """Character positions of the decoded text -> byte offsets (forward only)."""
+
+    def __init__(self, text: str, base: int, identity: bool) -> None:
+        self._text, self._identity = text, identity
+        self._char, self._byte, self._base = 0, base, base
+
+    def at(self, char_pos: int) -> int:
+        if self._identity:
+            return self._base + char_pos
+        self._byte += len(self._text[self._char : char_pos].encode("utf-8", "surrogateescape"))
+        self._char = char_pos
+        return self._byte
+
+
+def scan_json(data: bytes, file: str) -> Iterator[JsonRecord | Rejected]:
+    """JSON values of a UTF-8 file, in file order, or rejections of what is not JSON."""
+    base = 3 if data.startswith(b"\xef\xbb\xbf") else 0
+    text = data[base:].decode("utf-8", "surrogateescape")
+    has_escapes = _ESCAPED.search(text) is not None
+    offsets = _ByteOffsets(text, base, identity=not has_escapes and data.isascii())
+    scanner = json.JSONDecoder(parse_float=Decimal, parse_constant=Decimal)
+    pos, end_of_text = 0, len(text)
+    while True:
+        pos = _BLANKS.match(text, pos).end()  # type: ignore[union-attr]  # always matches
+        if pos >= end_of_text:
+            return
+        start = pos
+        try:
+            value, pos = scanner.raw_decode(text, start)
+        except json.JSONDecodeError as exc:
+            if exc.pos < end_of_text and _ESCAPED.match(text, exc.pos):
+                reason = _encoding_error(text, exc.pos)
+            else:
+                reason = f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+                if text[start] != "{":
+                    reason += f" (a record is a JSON object starting with '{{', this one starts with {text[start]!r})"
+            pos = _resync(text, start)
+            yield _skipped(reason, file, data, offsets, text, start, pos)
+            continue
+        except RecursionError:
+            pos = _resync(text, start)
+            reason = f"record nests JSON deeper than {MAX_DEPTH} levels (line {_line(text, start)})"
+            yield _skipped(reason, file, data, offsets, text, start, pos)
+            continue
+        except ValueError as exc:  # e.g. an integer longer than Python converts
+            pos = _resync(text, start)
+            yield _skipped(
+                f"cannot read the record at line {_line(text, start)}: {exc}", file, data, offsets, text, start, pos
+            )
+            continue
+        byte_start, byte_end = offsets.at(start), offsets.at(pos)
+        record = JsonRecord(value, Source(file, byte_start), data, byte_end)
+        escaped = _ESCAPED.search(text, start, pos) if has_escapes else None
+        if byte_end - byte_start > MAX_RECORD_BYTES:
+            yield record.reject(f"record is {byte_end - byte_start} bytes, larger than the limit of {MAX_RECORD_BYTES}")
+        elif escaped is not None:
+            yield record.reject(_encoding_error(text, escaped.start()))
+        elif pos - start > 2 * MAX_DEPTH and too_deep(value):
+            yield record.reject(f"record nests JSON deeper than {MAX_DEPTH} levels")
+        else:
+            yield record
+
+
+def _resync(text: str, start: int) -> int:
+    """Where scanning resumes after a bad record at ``start``: the next line starting with '{'."""
+    found = _NEXT_RECORD_LINE.search(text, start)
+    return found.end() - 1 if found else len(text)
+
+
+def _skipped(reason: str, file: str, data: bytes, offsets: _ByteOffsets, text: str, start: int, end: int) -> Rejected:
+    resume = "the end of the file" if end >= len(text) else "the next line starting with '{'"
+    end = len(text[start:end].rstrip()) + start
+    byte_start, byte_end = offsets.at(start), offsets.at(end)
+    reason = f"{reason}; skipped {byte_end - byte_start} bytes up to {resume}"
+    return Rejected(reason, Source(file, byte_start), data[byte_start : min(byte_end, byte_start + MAX_RAW_BYTES)])
+
+
+def _encoding_error(text: str, char_pos: int) -> str:
+    byte = ord(text[char_pos]) - 0xDC00
+    return f"bytes that are not valid UTF-8 at line {_line(text, char_pos)} (first bad byte 0x{byte:02x})"
+
+
+def _line(text: str, char_pos: int) -> int:
+    return text.count("\n", 0, char_pos) + 1
+
+
+def too_deep(value: Any) -> bool:
+    """Whether containers nest deeper than :data:`MAX_DEPTH` (iterative: no recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        for child in children:
+            if isinstance(child, (dict, list)):
+                if depth + 1 > MAX_DEPTH:
+                    return True
+                stack.append((child, depth + 1))
+    return False
+
+
+def json_kind(value: Any) -> str:
+    """The JSON type name of a parsed value (for reasons)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float, Decimal)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+def short(value: Any, limit: int = 60) -> str:
+    """``repr`` of a value, cut for reasons."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# --- sequence ids and times ---------------------------------------------------------------
+
+
+def datahub_seq(value: Any, name: str) -> tuple[str, bool]:
+    """(``seq``, is a snapshot row) of a DataHub sequence id; :class:`RecordError` if unusable."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise RecordError(f"{name} must be a string of digits, not {json_kind(value)} {short(value)}")
+    text = str(value).strip()
+    if text == "-1":
+        return SNAPSHOT_SEQ, True
+    if not _DIGITS.fullmatch(text):
+        raise RecordError(f"{name} {short(value)} is not a string of digits (or -1 for a full-load row)")
+    if len(text) > SEQ_WIDTH:
+        raise RecordError(f"{name} {short(value)} has more than {SEQ_WIDTH} digits; cdclake cannot order it")
+    return text.zfill(SEQ_WIDTH), False
+
+
+def integer(value: Any) -> int | None:
+    """A JSON integer or a string of digits as ``int`` (None if it is neither)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and _INTEGER.fullmatch(value.strip()) and len(value) < 40:
+        return int(value)
+    return None
+
+
+def from_epoch(amount: int, unit: str) -> dt.datetime:
+    """An aware UTC datetime ``amount`` units after the epoch (exact; RecordError if out of range)."""
+    try:
+        return _EPOCH + dt.timedelta(**{unit: amount})
+    except OverflowError:
+        raise RecordError(f"{amount} {unit} after 1970-01-01 is outside the years 1-9999") from None
+
+
+def epoch_millis(value: Any, name: str) -> dt.datetime | None:
+    """Epoch milliseconds (number or digits) as a UTC datetime; None when absent or negative (-1: unknown)."""
+    if value is None or value == "":
+        return None
+    millis = integer(value)
+    if millis is None:
+        raise RecordError(f"{name} {short(value)} is not epoch milliseconds (a 13-digit integer)")
+    if millis < 0:
+        return None
+    return from_epoch(millis, "milliseconds")
+
+
+# --- update halves -------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Half:
+    """One half of a split update: ``event`` holds only its own image (``side``)."""
+
+    side: str  # "before" or "after"
+    pair_key: tuple[str, str]
+    event: ChangeEvent
+    vendor_op: str
+    seq_name: str
+    seq_text: str
+    raw: bytes = field(repr=False, default=b"")
+
+
+class UpdatePairs:
+    """Pairs update halves sharing (table, sequence id) into one ``UPDATE``, in either order."""
+
+    def __init__(self) -> None:
+        self._pending: dict[tuple[str, str], Half] = {}
+
+    def add(self, half: Half) -> ChangeEvent | Rejected | None:
+        """The paired UPDATE when ``half`` completes one; a rejection for a duplicate half; else None."""
+        other = self._pending.get(half.pair_key)
+        if other is None:
+            self._pending[half.pair_key] = half
+            return None
+        if other.side == half.side:
+            return Rejected(
+                f"second {half.side} image ({half.vendor_op}) for the update with {half.seq_name} {half.seq_text} "
+                f"of table {half.pair_key[0]}; the first one at offset {other.event.source.offset} is kept",
+                half.event.source,
+                half.raw,
+            )
+        del self._pending[half.pair_key]
+        before, after = (other, half) if other.side == "before" else (half, other)
+        first = min(before.event.source.offset, after.event.source.offset)
+        # what both halves say once; what differs (op, image flags, offsets) per half
+        b_meta, a_meta = before.event.meta, after.event.meta
+        meta = {k: v for k, v in a_meta.items() if k in b_meta and b_meta[k] == v and k != "column_types"}
+        types = {**b_meta.get("column_types", {}), **a_meta.get("column_types", {})}
+        if types:
+            meta["column_types"] = types
+        meta["pair"] = {
+            name: {
+                "op": h.vendor_op,
+                "offset": h.event.source.offset,
+                **{k: v for k, v in h.event.meta.items() if k not in meta and k not in ("column_types", "op")},
+            }
+            for name, h in (("before", before), ("after", after))
+        }
+        a = after.event
+        return ChangeEvent(
+            table=a.table,
+            op="UPDATE",
+            seq=a.seq,
+            event_ts=a.event_ts or before.event.event_ts,
+            source=Source(a.source.file, first),
+            tx_id=a.tx_id,
+            keys=a.keys or before.event.keys,
+            before=before.event.before,
+            after=a.after,
+            meta=meta,
+        )
+
+    def leftovers(self) -> Iterator[Rejected]:
+        """Halves still alone (the file ended), in file order."""
+        for half in sorted(self._pending.values(), key=lambda h: h.event.source.offset):
+            missing = "after" if half.side == "before" else "before"
+            yield Rejected(
+                f"{half.vendor_op} row is the {half.side} image of an update ({half.seq_name} {half.seq_text}, "
+                f"table {half.pair_key[0]}) but no row with its {missing} image is in this file; "
+                "an update needs both halves in one file",
+                half.event.source,
+                half.raw,
+            )
+        self._pending.clear()
