@@ -1367,7 +1367,7 @@ def test_property_arbitrary_bytes_after_the_magic(tail):
     assert all(0 <= i.source.offset <= len(tail) + 4 for i in items)
 
 
-@pytest.mark.parametrize("codec", ["snappy", "deflate", "lz4"]  # zstandard: see test_zstandard_codec)
+@pytest.mark.parametrize("codec", ["snappy", "deflate", "lz4"])  # zstandard: see test_zstandard_codec
 def test_ocf_written_by_fastavro_with_each_codec_decodes(codec):
     schema = schema_of(SEED_ROW / "GG.TCUSTORD.avsc")
     items = decode(ocf(schema, seed_records(), codec=codec))
