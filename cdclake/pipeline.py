@@ -25,7 +25,8 @@ def build_report(batch_dir: str | Path) -> dict[str, Any]:
     """One batch report: every record accounted for.
 
     read + carried in (held back by an earlier batch) = applied + stale + quarantined
-    (decode, normalize, compact) + non-row events + held back (incomplete transactions).
+    (decode, normalize, compact) + non-row events + held back (incomplete transactions)
+    + skipped by design (e.g. Kafka tombstones).
     """
     batch_dir = Path(batch_dir)
     dec = read_report(batch_dir, "decode") or {}
@@ -44,7 +45,8 @@ def build_report(batch_dir: str | Path) -> dict[str, Any]:
     report = {
         "batch_id": batch_dir.name,
         "files": dec.get("files", 0),
-        "read": dec.get("events", 0) + dec.get("rejected", 0),
+        "read": dec.get("events", 0) + dec.get("rejected", 0) + dec.get("skipped", 0),
+        "skipped": dec.get("skipped", 0),
         "events": dec.get("events", 0),
         "applied": applied,
         "stale": stale,
@@ -55,7 +57,12 @@ def build_report(batch_dir: str | Path) -> dict[str, Any]:
         "tables": tables,
     }
     report["balanced"] = report["read"] + report["carried_in"] == (
-        report["applied"] + report["stale"] + report["quarantined"] + report["non_row"] + report["held"]
+        report["applied"]
+        + report["stale"]
+        + report["quarantined"]
+        + report["non_row"]
+        + report["held"]
+        + report["skipped"]
     )
     write_report(batch_dir, "batch", report)
     return report

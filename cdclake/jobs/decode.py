@@ -48,6 +48,10 @@ def decode_files(format_id: str, options: dict[str, str], files: list[tuple[str,
                 yield _reject_row(item)
             else:
                 yield _event_row(item)
+    # records a format skips by design (e.g. Kafka tombstones): counted so the report adds up
+    for label, count in (getattr(decoder, "skipped", None) or {}).items():
+        if count:
+            yield {"kind": "skipped", "error": label, "source_offset": count, "source_file": files[-1][0]}
 
 
 def _src(name: str, offset: int):
@@ -82,13 +86,15 @@ def _chunks(rows: Iterator[dict[str, Any]]) -> Iterator[pa.RecordBatch]:
 
 def run(spark, batch_dir: str | Path) -> dict[str, Any]:
     """Decode every file of the batch; write ``decoded/`` and the decode report."""
+    from pyspark.sql import functions as F
+
     batch_dir = Path(batch_dir)
     manifest = read_manifest(batch_dir)
     format_id, options = manifest.format, dict(manifest.options)
     files = [(i, f.name, f.path) for i, f in enumerate(manifest.files)]
     out = batch_dir / "decoded"
     if not files:
-        report = {"files": 0, "events": 0, "rejected": 0}
+        report = {"files": 0, "events": 0, "rejected": 0, "skipped": 0}
         write_report(batch_dir, "decode", report)
         return report
 
@@ -110,7 +116,18 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
     frame = spark.createDataFrame(files, "idx int, name string, path string").repartition(slices, "idx")
     decoded = frame.mapInArrow(decode_partition, DECODED_SPARK_DDL)
     decoded.write.mode("overwrite").partitionBy("kind").parquet(str(out))
-    counts = {r["kind"]: r["count"] for r in spark.read.parquet(str(out)).groupBy("kind").count().collect()}
-    report = {"files": len(files), "events": counts.get("event", 0), "rejected": counts.get("rejected", 0)}
+    counts = {
+        r["kind"]: (r["count"], r["skipped"])
+        for r in spark.read.parquet(str(out))
+        .groupBy("kind")
+        .agg(F.count(F.lit(1)).alias("count"), F.sum("source_offset").alias("skipped"))
+        .collect()
+    }
+    report = {
+        "files": len(files),
+        "events": counts.get("event", (0, 0))[0],
+        "rejected": counts.get("rejected", (0, 0))[0],
+        "skipped": int(counts.get("skipped", (0, 0))[1] or 0),
+    }
     write_report(batch_dir, "decode", report)
     return report

@@ -186,3 +186,29 @@ def test_tombstones_hold_until_retention_expires_them(spark, warehouse, tmp_path
     assert (gone["tombstones"], gone["expired"]) == (1, 1)
     assert read_rows(warehouse, t) == [{"id": 2, "v": "b"}]  # the lake table does not change
     assert retention.run(spark, "lake.pipe.tomb", days=30)["tombstones"] == 0
+
+
+def test_debezium_batch_counts_skipped_tombstones_and_applies_typed_rows(spark, warehouse, tmp_path):
+    def env(op, before, after, lsn):
+        schema = {"type": "struct", "fields": [
+            {"field": "before", "type": "struct", "optional": True, "fields": [
+                {"field": "id", "type": "int32"}, {"field": "price", "type": "bytes", "optional": True,
+                                                   "name": "org.apache.kafka.connect.data.Decimal",
+                                                   "parameters": {"scale": "2"}}]},
+            {"field": "after", "type": "struct", "optional": True, "fields": [
+                {"field": "id", "type": "int32"}, {"field": "price", "type": "bytes", "optional": True,
+                                                   "name": "org.apache.kafka.connect.data.Decimal",
+                                                   "parameters": {"scale": "2"}}]}]}
+        payload = {"op": op, "before": before, "after": after, "ts_ms": 1700000000000,
+                   "source": {"db": "shop", "schema": "public", "table": "items", "lsn": lsn}}
+        return json.dumps({"schema": schema, "payload": payload})
+
+    lines = [env("c", None, {"id": 1, "price": "AdTA"}, 10), "null", env("c", None, {"id": 2, "price": "W5s="}, 11),
+             env("u", {"id": 2, "price": "W5s="}, {"id": 2, "price": "AdTA"}, 12), "null"]
+    report = apply_files("debezium-json", Options({"keys": "id"}), [write(tmp_path / "dbz.json", lines)], warehouse,
+                         spark=spark)
+    assert report["skipped"] == 2 and report["balanced"], report
+    from decimal import Decimal
+
+    assert read_rows(warehouse, "public.items") == [{"id": 1, "price": Decimal("1200.00")},
+                                                    {"id": 2, "price": Decimal("1200.00")}]

@@ -1,0 +1,467 @@
+"""Debezium JSON change events (format id ``debezium-json``).
+
+Sources: Alibaba Lindorm "Data format" (Debezium format v2.0, SQL and HBase tables), Huawei
+CDL "CDL JSON and Open-Source Debezium JSON" (``message_version`` 2.0), and Debezium's own
+envelope as written by Kafka Connect's ``JsonConverter``. User documentation:
+``docs/formats/debezium-json.md``. Why it is written this way:
+
+- A landing file holds records one per line or concatenated, each either a ``{schema, payload}``
+  envelope (``schemas.enable=true``) or a bare payload. The scanner is the reference decoder's
+  (``JSONDecoder.raw_decode`` in a loop, numbers as ``Decimal``); after a bad record it resumes
+  at the next line starting with ``{`` or ``null``, so comment headers and junk lines are
+  rejected records and the rest decodes.
+- Values are converted from the envelope's ``schema`` block (:mod:`._kafka_connect`): Decimal
+  bytes, Debezium/Kafka Connect dates, times, timestamps, bytes as base64. Without a schema the
+  JSON values are kept as parsed (exact numbers), because nothing says ``19439`` is a date.
+- Ordering: ``seq`` is the source's log position, chosen per record from the first field the
+  connector fills: ``lsn`` (PostgreSQL, CDL), ``commit_lsn``/``change_lsn`` (SQL Server),
+  ``scn`` (Oracle), the binlog ``file``/``pos``/``row`` (MySQL), ``txId``, and last ``ts_ms``
+  of the source (a weaker order: events of one millisecond tie and fall back to file order).
+  A connector fills the same fields in every record, so the seqs of one table compare. Numbers
+  are zero-padded to 20 digits. The payload's own ``ts_ms`` is processing time: never a seq.
+- Records that are not row changes are not events: Kafka tombstones (``null`` or a null
+  payload), Kafka key records (schema name ``*.Key``; their fields become the keys of the next
+  record) and Debezium heartbeats are skipped and counted in :attr:`DebeziumJsonDecoder.skipped`.
+- Lindorm: the table is ``namespace.table``; an ``u`` whose ``after`` lacks a column that
+  ``before`` had deleted that column (explicit NULL). HBase tables (a ``ROW`` column) carry
+  base64 values: decoded to bytes, ``family_column`` names kept, ``ROW`` is the key.
+- Debezium's placeholder for values it could not read (TOASTed PostgreSQL columns, Oracle LOBs,
+  ``__debezium_unavailable_value``) marks the column as missing, not as a value.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import datetime as dt
+import json
+import re
+from collections.abc import Iterator
+from decimal import Decimal
+from typing import Any
+
+from cdclake.events import ChangeEvent, Rejected, Source
+from cdclake.formats import _kafka_connect as kc
+from cdclake.formats.goldengate_json import (
+    _ESCAPE_ERRORS,
+    _ESCAPED,
+    _ByteOffsets,
+    _json_kind,
+    _line,
+    _RawSlice,
+    _too_deep,
+)
+from cdclake.options import OptionError, Options
+from cdclake.registry import Decoder, register
+
+#: Records larger than this are rejected (bytes).
+MAX_RECORD_BYTES = 64 * 1024**2
+#: Records nesting JSON deeper than this are rejected.
+MAX_DEPTH = 512
+#: Rejected records keep at most this many of their bytes.
+MAX_RAW_BYTES = 1024**2
+#: ``seq`` width of numeric positions (LSN, SCN, txId, ts_ms): zero-padded to this many digits.
+SEQ_WIDTH = 20
+#: Debezium's default ``unavailable.value.placeholder``.
+UNAVAILABLE_PLACEHOLDER = "__debezium_unavailable_value"
+
+OPS = {"c": "INSERT", "u": "UPDATE", "d": "DELETE", "r": "UPSERT", "t": "TRUNCATE"}
+HEARTBEAT_SCHEMA = "io.debezium.connector.common.Heartbeat"
+#: Payload members with a meaning here; others are kept in ``meta["extra"]``.
+_PAYLOAD_MEMBERS = frozenset({"op", "ts_ms", "ts_us", "ts_ns", "before", "after", "source", "transaction"})
+#: Huawei CDL extras kept in ``meta`` under their own names.
+_CDL_MEMBERS = ("message_version", "message_type", "unique", "LOB_COLUMNS", "HEARTBEAT_IDENTIFIER")
+_NEXT_RECORD_LINE = re.compile(r"\n[ \t\r\f\v]*(?:\{|null\b)")
+_SEPARATORS = re.compile(r"[ \t\r\n\f\v]*")
+_DIGITS = re.compile(r"[0-9]+")
+_TRAILING_DIGITS = re.compile(r"([0-9]+)$")
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+@register("debezium-json")
+class DebeziumJsonDecoder(Decoder):
+    """Decoder of Debezium JSON envelopes and payloads (see the module docstring)."""
+
+    option_names = frozenset({"hbase", "unavailableValuePlaceholder"})
+
+    def __init__(self, options: Options) -> None:
+        super().__init__(options)
+        hbase = (options.str("hbase") or "auto").strip().lower()
+        if hbase not in ("auto", "true", "false"):
+            raise OptionError(f"option hbase must be auto, true or false, not {options.str('hbase')!r}")
+        self.hbase = hbase
+        self.placeholder = options.str("unavailableValuePlaceholder", UNAVAILABLE_PLACEHOLDER) or None
+        self._placeholder_b64 = base64.b64encode(self.placeholder.encode()).decode() if self.placeholder else None
+        #: Records read that are not row changes, counted over every file this decoder read.
+        self.skipped_tombstones = 0
+        self.skipped_key_records = 0
+        self.skipped_heartbeats = 0
+        self._pending_keys: list[str] | None = None
+
+    @property
+    def skipped(self) -> dict[str, int]:
+        """Skipped records by kind (for the batch report: read = events + rejected + skipped)."""
+        return {
+            "tombstones": self.skipped_tombstones,
+            "key_records": self.skipped_key_records,
+            "heartbeats": self.skipped_heartbeats,
+        }
+
+    # --- framing -------------------------------------------------------------------------------
+
+    def decode(self, data: bytes, file: str) -> Iterator[ChangeEvent | Rejected]:
+        """Events and rejected records of one landing file (already gunzipped), in file order."""
+        self._pending_keys = None
+        text = data.decode("utf-8", _ESCAPE_ERRORS)
+        base = 0
+        if text.startswith("\ufeff"):
+            base, text = 3, text[1:]
+        offsets = _ByteOffsets(text, "utf-8", base, identity=len(text) + base == len(data) and data.isascii())
+        has_escapes = _ESCAPED.search(text) is not None
+        scanner = json.JSONDecoder(parse_float=Decimal, parse_constant=Decimal)
+        pos, end_of_text = 0, len(text)
+        while True:
+            pos = _SEPARATORS.match(text, pos).end()  # type: ignore[union-attr]
+            if pos >= end_of_text:
+                return
+            start = pos
+            try:
+                value, pos = scanner.raw_decode(text, start)
+            except json.JSONDecodeError as exc:
+                pos = _resync(text, start)
+                yield _skip_reject(_json_error(exc, text, start), file, data, offsets, start, pos, text)
+                continue
+            except RecursionError:
+                pos = _resync(text, start)
+                reason = f"record nests JSON deeper than {MAX_DEPTH} levels (line {_line(text, start)})"
+                yield _skip_reject(reason, file, data, offsets, start, pos, text)
+                continue
+            except ValueError as exc:  # e.g. an integer longer than Python converts
+                pos = _resync(text, start)
+                reason = f"cannot read the record at line {_line(text, start)}: {exc}"
+                yield _skip_reject(reason, file, data, offsets, start, pos, text)
+                continue
+            byte_start, byte_end = offsets.at(start), offsets.at(pos)
+            source = Source(file, byte_start)
+            raw = _RawSlice(data, byte_start, byte_end)
+            escaped = _ESCAPED.search(text, start, pos) if has_escapes else None
+            if byte_end - byte_start > MAX_RECORD_BYTES:
+                size = byte_end - byte_start
+                yield Rejected(f"record is {size} bytes, larger than the limit of {MAX_RECORD_BYTES}", source, raw())
+            elif escaped is not None:
+                bad = ord(text[escaped.start()]) - 0xDC00
+                reason = (
+                    f"bytes that are not valid UTF-8 at line {_line(text, escaped.start())} "
+                    f"(first bad byte 0x{bad:02x}); Debezium JSON is always UTF-8"
+                )
+                yield Rejected(reason, source, raw())
+            elif pos - start > 2 * MAX_DEPTH and _too_deep(value):
+                yield Rejected(f"record nests JSON deeper than {MAX_DEPTH} levels", source, raw())
+            else:
+                result = self._record(value, source, raw)
+                if result is not None:
+                    yield result
+
+    # --- one record ------------------------------------------------------------------------------
+
+    def _record(self, value: Any, source: Source, raw: _RawSlice) -> ChangeEvent | Rejected | None:
+        """One parsed record as an event, a rejection, or None when it is skipped (and counted)."""
+        record_keys, self._pending_keys = self._pending_keys, None
+
+        def reject(reason: str) -> Rejected:
+            return Rejected(reason, source, raw())
+
+        if value is None:
+            self.skipped_tombstones += 1
+            return None
+        if not isinstance(value, dict):
+            return reject(f"record is a JSON {_json_kind(value)}, not an object")
+        schema: dict[str, Any] | None = None
+        payload: Any = value
+        if "payload" in value and set(value) <= {"schema", "payload"}:
+            envelope_schema, payload = value.get("schema"), value["payload"]
+            if payload is None:
+                self.skipped_tombstones += 1
+                return None
+            if not isinstance(payload, dict):
+                return reject(f"payload must be a JSON object, not a JSON {_json_kind(payload)}")
+            if envelope_schema is not None and not isinstance(envelope_schema, dict):
+                return reject(f"schema must be a JSON object, not a JSON {_json_kind(envelope_schema)}")
+            schema = envelope_schema or None
+        schema_name = schema.get("name") if schema else None
+
+        op_code = payload.get("op")
+        if op_code is None:
+            if isinstance(schema_name, str) and schema_name.endswith(".Key"):
+                self.skipped_key_records += 1
+                self._pending_keys = [k for k in payload if isinstance(k, str)] or None
+                return None
+            if schema_name == HEARTBEAT_SCHEMA or set(payload) == {"ts_ms"}:
+                self.skipped_heartbeats += 1
+                return None
+            return reject(_no_op_reason(payload))
+        op = OPS.get(op_code) if isinstance(op_code, str) else None
+        if op is None:
+            return reject(f"unknown op {op_code!r}; Debezium ops are c (create), u (update), d (delete), r (read), t")
+
+        src = payload.get("source")
+        if src is None:
+            src = {}
+        if not isinstance(src, dict):
+            return reject(f"source must be a JSON object, not a JSON {_json_kind(src)}")
+        table = self.table_override or _table_name(src)
+        if not table:
+            return reject("no table name: source has no table (or collection); set the table option")
+
+        position = _position(src)
+        if position is None:
+            return reject(
+                "no ordering position: source has no lsn, commit_lsn, scn, binlog file/pos, txId or ts_ms "
+                "(the payload's ts_ms is processing time and cannot order changes)"
+            )
+        seq, seq_from = position
+
+        images: dict[str, dict[str, Any] | None] = {}
+        for name in ("before", "after"):
+            image = payload.get(name)
+            if image is not None and not isinstance(image, dict):
+                return reject(f"{name} must be a JSON object of column values, not a JSON {_json_kind(image)}")
+            images[name] = image
+        lindorm = "namespace" in src
+        hbase = self.hbase == "true" or (
+            self.hbase == "auto" and lindorm and any(img is not None and "ROW" in img for img in images.values())
+        )
+        envelope_fields = kc.struct_fields(schema) or {}
+        meta: dict[str, Any] = {"op": op_code}
+        unavailable: list[str] = []
+        column_types: dict[str, str] = {}
+        for name in ("before", "after"):
+            image = images[name]
+            if image is None:
+                continue
+            image_schema = envelope_fields.get(name)
+            image = self._drop_unavailable(image, kc.struct_fields(image_schema) or {}, unavailable)
+            try:
+                if hbase:
+                    image = _hbase_image(image, self.hbase == "auto")
+                    column_types.update(dict.fromkeys(image, "binary"))
+                else:
+                    image = kc.convert_row(image, image_schema)
+                    column_types.update(kc.column_types(image_schema))
+            except kc.ConnectValueError as exc:
+                return reject(f"{name} image: {exc}")
+            images[name] = image
+        before, after = images["before"], images["after"]
+
+        if op == "TRUNCATE":
+            before = after = None
+        elif op in ("INSERT", "UPSERT", "UPDATE") and after is None:
+            return reject(f"op {op_code!r} has no after image: the new row values are missing")
+        elif op == "DELETE" and before is None:
+            return reject(
+                "op 'd' has no before image: the deleted row cannot be identified "
+                "(PostgreSQL tables need a primary key or REPLICA IDENTITY FULL)"
+            )
+        if lindorm and op == "UPDATE" and before is not None and after is not None:
+            deleted = [c for c in before if c not in after]
+            if deleted:
+                after = {**after, **dict.fromkeys(deleted)}
+                meta["deleted_columns"] = deleted
+
+        keys = self.keys
+        unique = payload.get("unique")
+        if keys is None and isinstance(unique, dict) and unique:
+            keys = list(unique)
+        if keys is None and hbase:
+            keys = ["ROW"]
+        if keys is None:
+            keys = record_keys
+
+        tx_id, tx_pos = None, None
+        transaction = payload.get("transaction")
+        if isinstance(transaction, dict) and transaction.get("id") is not None:
+            tx_id = str(transaction["id"])
+            order = transaction.get("total_order")
+            tx_pos = order if isinstance(order, int) and not isinstance(order, bool) else None
+        elif src.get("txId") is not None:
+            tx_id = str(src["txId"])
+        elif isinstance(src.get("gtid"), str) and src["gtid"]:
+            tx_id = src["gtid"]
+
+        meta["source"] = src
+        meta["seq_from"] = seq_from
+        for name in ("ts_ms", "ts_us", "ts_ns"):
+            if payload.get(name) is not None:
+                meta[name] = payload[name]
+        if transaction is not None:
+            meta["transaction"] = transaction
+        for name in _CDL_MEMBERS:
+            if name in payload:
+                meta[name] = payload[name]
+        if isinstance(schema_name, str):
+            meta["schema_name"] = schema_name
+        if unavailable:
+            meta["unavailable_columns"] = sorted(set(unavailable))
+        extra = {k: v for k, v in payload.items() if k not in _PAYLOAD_MEMBERS and k not in _CDL_MEMBERS}
+        if extra:
+            meta["extra"] = extra
+        if column_types:
+            meta["column_types"] = column_types
+
+        return ChangeEvent(
+            table=table,
+            op=op,
+            seq=seq,
+            event_ts=_event_ts(src, payload),
+            source=source,
+            tx_id=tx_id,
+            tx_pos=tx_pos,
+            keys=keys,
+            before=before,
+            after=after,
+            meta=meta,
+        )
+
+    def _drop_unavailable(self, image: dict[str, Any], fields: dict[str, Any], dropped: list[str]) -> dict[str, Any]:
+        """The image without columns whose value is the unavailable-value placeholder (missing)."""
+        if self.placeholder is None:
+            return image
+        out = {}
+        for column, value in image.items():
+            if value == self.placeholder or value == [self.placeholder]:
+                dropped.append(column)
+            elif value == self._placeholder_b64 and (fields.get(column) or {}).get("type") == "bytes":
+                dropped.append(column)
+            else:
+                out[column] = value
+        return out
+
+
+# --- helpers ----------------------------------------------------------------------------------------
+
+
+def _table_name(src: dict[str, Any]) -> str | None:
+    """DESIGN §3: Lindorm ``namespace.table``; ``schema.table`` when the source has a schema,
+    else ``db.table`` (MongoDB: ``db.collection``)."""
+    table = src.get("table")
+    if not isinstance(table, str) or not table:
+        table = src.get("collection")
+    if not isinstance(table, str) or not table:
+        return None
+    for qualifier in ("namespace", "schema", "db"):
+        value = src.get(qualifier)
+        if isinstance(value, str) and value:
+            return f"{value}.{table}"
+    return table
+
+
+def _number(value: Any) -> int | None:
+    """A non-negative integer from an int or a string of digits."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value >= 0 else None
+    if isinstance(value, str) and _DIGITS.fullmatch(value) and len(value) <= 40:
+        return int(value)
+    return None
+
+
+def _position(src: dict[str, Any]) -> tuple[str, str] | None:
+    """(seq, the source field it came from) — see the module docstring for the order."""
+    lsn = _number(src.get("lsn"))
+    if lsn is not None:
+        return f"{lsn:0{SEQ_WIDTH}d}", "lsn"
+    commit_lsn, change_lsn = src.get("commit_lsn"), src.get("change_lsn")
+    if isinstance(commit_lsn, str) and commit_lsn:
+        serial = _number(src.get("event_serial_no")) or 0
+        return f"{commit_lsn}|{change_lsn if isinstance(change_lsn, str) else ''}|{serial:010d}", "commit_lsn"
+    scn = _number(src.get("scn"))
+    if scn is not None:
+        return f"{scn:0{SEQ_WIDTH}d}", "scn"
+    file, pos = src.get("file"), _number(src.get("pos"))
+    if isinstance(file, str) and file and pos is not None:
+        index = _TRAILING_DIGITS.search(file)
+        row = _number(src.get("row")) or 0
+        return f"{int(index[1]) if index else 0:010d}{pos:0{SEQ_WIDTH}d}{row:010d}", "binlog"
+    tx = _number(src.get("txId"))
+    if tx is not None:
+        return f"{tx:0{SEQ_WIDTH}d}", "txId"
+    ts = _number(src.get("ts_ms"))
+    if ts is not None:
+        return f"{ts:0{SEQ_WIDTH}d}", "ts_ms"
+    return None
+
+
+def _event_ts(src: dict[str, Any], payload: dict[str, Any]) -> dt.datetime | None:
+    """The source's change time (``source.ts_ns/us/ms``); snapshots without one (``ts_ms`` 0)
+    fall back to the payload's ``ts_ms`` (when the connector read the row)."""
+    for holder in (src, payload):
+        for name, per_second in (("ts_ns", 1_000_000_000), ("ts_us", 1_000_000), ("ts_ms", 1_000)):
+            value = _number(holder.get(name))
+            if value:
+                try:
+                    return _EPOCH + dt.timedelta(microseconds=value * 1_000_000 // per_second)
+                except OverflowError:
+                    return None
+    return None
+
+
+def _hbase_image(image: dict[str, Any], auto: bool) -> dict[str, Any]:
+    """Lindorm HBase values: base64 text -> bytes (``family_column`` names kept)."""
+    out: dict[str, Any] = {}
+    for column, value in image.items():
+        if value is None:
+            out[column] = None
+            continue
+        try:
+            if not isinstance(value, str):
+                raise ValueError
+            out[column] = base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError):
+            hint = " (if this Lindorm table is an SQL table with a ROW column, set hbase=false)" if auto else ""
+            raise kc.ConnectValueError(
+                f"column {column}: HBase table values are base64 text, this one is a JSON "
+                f"{_json_kind(value)} {str(value)[:60]!r}{hint}"
+            ) from None
+    return out
+
+
+def _no_op_reason(payload: dict[str, Any]) -> str:
+    if payload.get("message_version") == "1.0" or "OPERATION" in payload:
+        return (
+            "record is CDL JSON (message_version 1.0, OPERATION), not Debezium JSON: decode it with --format cdl-json"
+        )
+    if payload.get("status") in ("BEGIN", "END") and "id" in payload:
+        return (
+            f"record is Debezium transaction metadata (status {payload['status']}), not a row change; "
+            "land the transaction topic apart from the table topics"
+        )
+    return (
+        "record has no op: it is not a Debezium change event (a row flattened by ExtractNewRecordState "
+        "has no op, table or log position; land the unflattened envelope)"
+    )
+
+
+def _resync(text: str, start: int) -> int:
+    """Where scanning resumes after a bad record at ``start``: the next line starting a record."""
+    found = _NEXT_RECORD_LINE.search(text, start)
+    return found.start() + 1 if found else len(text)
+
+
+def _skip_reject(reason: str, file: str, data: bytes, offsets: _ByteOffsets, start: int, end: int, text: str):
+    """A record that could not be parsed: text[start:end] (trailing blanks dropped) is skipped."""
+    resume = "the end of the file" if end >= len(text) else "the next line starting with '{' or null"
+    end = len(text[start:end].rstrip()) + start
+    byte_start, byte_end = offsets.at(start), offsets.at(end)
+    reason = f"{reason}; skipped {byte_end - byte_start} bytes up to {resume}"
+    return Rejected(reason, Source(file, byte_start), data[byte_start : min(byte_end, byte_start + MAX_RAW_BYTES)])
+
+
+def _json_error(exc: json.JSONDecodeError, text: str, start: int) -> str:
+    if exc.pos < len(text) and _ESCAPED.match(text, exc.pos):
+        bad = ord(text[exc.pos]) - 0xDC00
+        return f"bytes that are not valid UTF-8 at line {exc.lineno} (first bad byte 0x{bad:02x})"
+    reason = f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+    if not text.startswith(("{", "null"), start):
+        reason += f" (a record is a JSON object starting with '{{', this one starts with {text[start]!r})"
+    return reason
