@@ -190,25 +190,127 @@ def test_tombstones_hold_until_retention_expires_them(spark, warehouse, tmp_path
 
 def test_debezium_batch_counts_skipped_tombstones_and_applies_typed_rows(spark, warehouse, tmp_path):
     def env(op, before, after, lsn):
-        schema = {"type": "struct", "fields": [
-            {"field": "before", "type": "struct", "optional": True, "fields": [
-                {"field": "id", "type": "int32"}, {"field": "price", "type": "bytes", "optional": True,
-                                                   "name": "org.apache.kafka.connect.data.Decimal",
-                                                   "parameters": {"scale": "2"}}]},
-            {"field": "after", "type": "struct", "optional": True, "fields": [
-                {"field": "id", "type": "int32"}, {"field": "price", "type": "bytes", "optional": True,
-                                                   "name": "org.apache.kafka.connect.data.Decimal",
-                                                   "parameters": {"scale": "2"}}]}]}
-        payload = {"op": op, "before": before, "after": after, "ts_ms": 1700000000000,
-                   "source": {"db": "shop", "schema": "public", "table": "items", "lsn": lsn}}
+        schema = {
+            "type": "struct",
+            "fields": [
+                {
+                    "field": "before",
+                    "type": "struct",
+                    "optional": True,
+                    "fields": [
+                        {"field": "id", "type": "int32"},
+                        {
+                            "field": "price",
+                            "type": "bytes",
+                            "optional": True,
+                            "name": "org.apache.kafka.connect.data.Decimal",
+                            "parameters": {"scale": "2"},
+                        },
+                    ],
+                },
+                {
+                    "field": "after",
+                    "type": "struct",
+                    "optional": True,
+                    "fields": [
+                        {"field": "id", "type": "int32"},
+                        {
+                            "field": "price",
+                            "type": "bytes",
+                            "optional": True,
+                            "name": "org.apache.kafka.connect.data.Decimal",
+                            "parameters": {"scale": "2"},
+                        },
+                    ],
+                },
+            ],
+        }
+        payload = {
+            "op": op,
+            "before": before,
+            "after": after,
+            "ts_ms": 1700000000000,
+            "source": {"db": "shop", "schema": "public", "table": "items", "lsn": lsn},
+        }
         return json.dumps({"schema": schema, "payload": payload})
 
-    lines = [env("c", None, {"id": 1, "price": "AdTA"}, 10), "null", env("c", None, {"id": 2, "price": "W5s="}, 11),
-             env("u", {"id": 2, "price": "W5s="}, {"id": 2, "price": "AdTA"}, 12), "null"]
-    report = apply_files("debezium-json", Options({"keys": "id"}), [write(tmp_path / "dbz.json", lines)], warehouse,
-                         spark=spark)
+    lines = [
+        env("c", None, {"id": 1, "price": "AdTA"}, 10),
+        "null",
+        env("c", None, {"id": 2, "price": "W5s="}, 11),
+        env("u", {"id": 2, "price": "W5s="}, {"id": 2, "price": "AdTA"}, 12),
+        "null",
+    ]
+    report = apply_files(
+        "debezium-json", Options({"keys": "id"}), [write(tmp_path / "dbz.json", lines)], warehouse, spark=spark
+    )
     assert report["skipped"] == 2 and report["balanced"], report
     from decimal import Decimal
 
-    assert read_rows(warehouse, "public.items") == [{"id": 1, "price": Decimal("1200.00")},
-                                                    {"id": 2, "price": Decimal("1200.00")}]
+    assert read_rows(warehouse, "public.items") == [
+        {"id": 1, "price": Decimal("1200.00")},
+        {"id": 2, "price": Decimal("1200.00")},
+    ]
+
+
+def test_qlik_trailing_transaction_is_held_until_its_end_arrives(spark, warehouse, tmp_path):
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location(
+        "qlik_writers", Path(__file__).resolve().parent.parent / "formats" / "test_qlik_avro.py"
+    )
+    q = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = q
+    spec.loader.exec_module(q)
+    table = q.customers()
+    first = table.metadata() + b"".join(
+        [
+            table.data(
+                "INSERT",
+                {"ID": 1, "NAME": "a", "CITY": "x", "BALANCE": "1.00"},
+                q.seq(1),
+                tx="T1",
+                counter=1,
+                last=False,
+            ),
+            table.data(
+                "INSERT",
+                {"ID": 2, "NAME": "b", "CITY": "y", "BALANCE": "2.00"},
+                q.seq(2),
+                tx="T1",
+                counter=2,
+                last=True,
+            ),
+            table.data(
+                "INSERT",
+                {"ID": 3, "NAME": "c", "CITY": "z", "BALANCE": "3.00"},
+                q.seq(3),
+                tx="T2",
+                counter=1,
+                last=False,
+            ),
+        ]
+    )
+    second = table.metadata() + table.data(
+        "UPDATE",
+        {"ID": 1, "NAME": "a2", "CITY": "x", "BALANCE": "1.50"},
+        q.seq(4),
+        before={"ID": 1, "NAME": "a", "CITY": "x", "BALANCE": "1.00"},
+        tx="T2",
+        counter=2,
+        last=True,
+    )
+    (tmp_path / "q1.avro").write_bytes(first)
+    (tmp_path / "q2.avro").write_bytes(second)
+    r1 = apply_files("qlik-avro", Options({}), [str(tmp_path / "q1.avro")], warehouse, spark=spark)
+    assert r1["held"] == 1 and r1["balanced"], r1
+    assert [r["ID"] for r in read_rows(warehouse, "SALES.CUSTOMERS")] == [1, 2]  # never half of T2
+    r2 = apply_files("qlik-avro", Options({}), [str(tmp_path / "q2.avro")], warehouse, spark=spark)
+    assert r2["carried_in"] == 1 and r2["held"] == 0 and r2["balanced"], r2
+    rows = read_rows(warehouse, "SALES.CUSTOMERS")
+    assert [(r["ID"], r["NAME"], str(r["BALANCE"])) for r in rows] == [
+        (1, "a2", "1.50"),
+        (2, "b", "2.00"),
+        (3, "c", "3.00"),
+    ]
