@@ -37,6 +37,13 @@ class Decoder:
     def decode(self, data: bytes, file: str) -> Iterator[ChangeEvent | Rejected]:
         raise NotImplementedError
 
+    def export_state(self) -> str | None:
+        """What a stateful decoder learnt (e.g. schemas announced) as JSON text, for the next batch."""
+        return None
+
+    def import_state(self, state: str) -> None:
+        """Take over what an earlier batch's decoder learnt (see :meth:`export_state`)."""
+
 
 _REGISTRY: dict[str, type[Decoder]] = {}
 

@@ -47,7 +47,7 @@ import fastavro
 import fastavro.schema
 
 from cdclake.coltypes import canonical_type
-from cdclake.events import ChangeEvent, Rejected, Source, format_ts
+from cdclake.events import ChangeEvent, Rejected, Source, format_ts, to_json
 from cdclake.formats._kafka_connect import parse_timestamp
 from cdclake.options import Options
 from cdclake.registry import Decoder, register
@@ -502,6 +502,17 @@ class QlikAvroDecoder(Decoder):
         self._by_canonical: dict[str, str] = {}
         self._announced: set[tuple[str, str]] = set()
         self._schemas: dict[str, AvroSchema | str] = {}
+        #: schema id -> the accepted metadata record (kept for the next batch: metadata is sent once)
+        self._metadata_records: dict[str, Any] = {}
+
+    def export_state(self) -> str | None:
+        return to_json(list(self._metadata_records.values())) if self._metadata_records else None
+
+    def import_state(self, state: str) -> None:
+        """Re-register metadata messages seen by earlier batches (their SCHEMA events were emitted then)."""
+        for record in json.loads(state):
+            for _ in self._metadata(record, Source("<earlier batch>", 0), lambda: b""):
+                pass
 
     # --- containers ------------------------------------------------------------------------------------
 
@@ -704,6 +715,7 @@ class QlikAvroDecoder(Decoder):
             return
         entry = result
         self.tables[entry.schema_id] = entry
+        self._metadata_records[entry.schema_id] = record
         self._by_canonical[entry.data_schema.canonical] = entry.schema_id
         announced = (entry.table, str(entry.version))
         if announced in self._announced:

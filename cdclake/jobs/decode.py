@@ -7,13 +7,14 @@ in one pass, partitioned by ``kind``, so nothing is decoded twice.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
-from cdclake.batch import read_manifest, write_report
+from cdclake.batch import read_manifest, write_json_atomic, write_report
 from cdclake.events import EVENT_SCHEMA, REJECT_SCHEMA, ChangeEvent, Rejected, event_to_row, rejected_to_row
 from cdclake.options import Options
 from cdclake.reading import LandingFileError, read_landing_bytes
@@ -34,9 +35,17 @@ DECODED_SPARK_DDL = (
 )
 
 
-def decode_files(format_id: str, options: dict[str, str], files: list[tuple[str, str]]) -> Iterator[dict[str, Any]]:
-    """Decode ``(name, path)`` files in order into rows of :data:`DECODED_SCHEMA`."""
+def decode_files(
+    format_id: str, options: dict[str, str], files: list[tuple[str, str]], state_path: str | None = None
+) -> Iterator[dict[str, Any]]:
+    """Decode ``(name, path)`` files in order into rows of :data:`DECODED_SCHEMA`.
+
+    ``state_path``: where a stateful decoder keeps what it learnt between batches (e.g. Qlik
+    metadata messages, which the source sends once, not with every file).
+    """
     decoder = get_decoder(format_id, Options(options))
+    if state_path and Path(state_path).exists():
+        decoder.import_state(json.loads(Path(state_path).read_text())["state"])
     for name, path in files:
         try:
             data = read_landing_bytes(path)
@@ -48,6 +57,9 @@ def decode_files(format_id: str, options: dict[str, str], files: list[tuple[str,
                 yield _reject_row(item)
             else:
                 yield _event_row(item)
+    state = decoder.export_state() if state_path else None
+    if state is not None:
+        write_json_atomic(Path(state_path), {"format": format_id, "state": state})
     # records a format skips by design (e.g. Kafka tombstones): counted so the report adds up
     for label, count in (getattr(decoder, "skipped", None) or {}).items():
         if count:
@@ -108,11 +120,13 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
                     strict=True,
                 )
             )
-            yield from _chunks(decode_files(format_id, options, [(n, p) for _, n, p in pairs]))
+            yield from _chunks(decode_files(format_id, options, [(n, p) for _, n, p in pairs], state_path))
 
     slices = max(1, min(len(files), spark.sparkContext.defaultParallelism * 2))
+    state_path = None
     if get_decoder(format_id, Options(options)).stateful:
-        slices = 1
+        slices = 1  # one decoder sees every file of the batch, in order
+        state_path = str(batch_dir.parent / "_decoder_state" / f"{format_id}.json")
     frame = spark.createDataFrame(files, "idx int, name string, path string").repartition(slices, "idx")
     decoded = frame.mapInArrow(decode_partition, DECODED_SPARK_DDL)
     decoded.write.mode("overwrite").partitionBy("kind").parquet(str(out))
