@@ -131,6 +131,8 @@ class GoldenGateJsonDecoder(Decoder):
             raise OptionError(f"schema directory {schema_dir!r} does not exist or is not a directory")
         self.schema_path = Path(schema_dir) if schema_dir else None
         self._schemas: dict[str, dict[str, str] | str | None] = {}
+        #: columns seen per table (for metadata change events)
+        self._layouts: dict[str, list[str]] = {}
         # Between records: whitespace and delimiters, in any number. The delimiter is tried first, one
         # whitespace character at a time, so that whitespace inside it (CDATA[\n]) is not eaten apart;
         # its non-blank core alone is accepted too (a writer on another OS may change its line ends).
@@ -187,7 +189,12 @@ class GoldenGateJsonDecoder(Decoder):
             elif pos - start > 2 * MAX_DEPTH and _too_deep(value):
                 yield Rejected(f"record nests JSON deeper than {MAX_DEPTH} levels", source, raw())
             else:
-                yield self._event(value, source, raw)
+                event = self._event(value, source, raw)
+                if isinstance(event, ChangeEvent):
+                    announce = self._new_columns(event)
+                    if announce is not None:
+                        yield announce
+                yield event
 
     def _codec_for(self, data: bytes) -> str:
         """UTF-16/32 without a stated byte order: the BOM decides, else big-endian (as Java reads)."""
@@ -309,6 +316,40 @@ class GoldenGateJsonDecoder(Decoder):
             before=images["before"],
             after=images["after"],
             meta=meta,
+        )
+
+    # --- metadata change events (§6.3.6) -------------------------------------------
+
+    def _new_columns(self, event: ChangeEvent) -> ChangeEvent | None:
+        """A ``SCHEMA`` event before the first record of a table that carries a column never seen
+        for it before: the formatter starts writing new columns after a metadata change (§6.3.6).
+
+        The first record of a table only sets the baseline (JSON carries no layout of its own,
+        and images of updates and deletes may be partial), so only additions are announced.
+        """
+        names = [*(event.before or {}), *(event.after or {})]
+        known = self._layouts.get(event.table)
+        if known is None:
+            self._layouts[event.table] = list(dict.fromkeys(names))
+            return None
+        added = [n for n in dict.fromkeys(names) if n not in known]
+        if not added:
+            return None
+        known.extend(added)
+        types = event.meta.get("column_types") or {}
+        return ChangeEvent(
+            table=event.table,
+            op="SCHEMA",
+            seq=event.seq,
+            event_ts=event.event_ts,
+            source=event.source,
+            keys=event.keys,
+            ddl={
+                "columns": [{"name": n, "type": types.get(n)} for n in known],
+                "added": added,
+                "keys": list(event.keys or []),
+            },
+            meta={"column_source": "record"},
         )
 
     # --- schema files ------------------------------------------------------------

@@ -257,6 +257,11 @@ _records = st.builds(
 )
 
 
+def row_events(items):
+    """Events without the SCHEMA announcements of new columns."""
+    return [e for e in events(items) if e.op != "SCHEMA"]
+
+
 @settings(max_examples=50, deadline=None)
 @given(st.lists(_records, min_size=1, max_size=6), st.sampled_from(["", " ", "\n", "\r\n\t"]))
 def test_property_one_per_line_equals_concatenated(records, gap):
@@ -265,9 +270,9 @@ def test_property_one_per_line_equals_concatenated(records, gap):
     pretty = "\n".join(
         json.dumps(json.loads(line(r), parse_float=Decimal), indent=4, default=str) for r in records
     ).encode()
-    a, b = events(decode(per_line)), events(decode(concatenated))
+    a, b = row_events(decode(per_line)), row_events(decode(concatenated))
     assert without_offsets(a) == without_offsets(b)
-    assert len(events(decode(pretty))) == len(records)
+    assert len(row_events(decode(pretty))) == len(records)
     for data, result in ((per_line, a), (concatenated, b)):
         offsets = [e.source.offset for e in result]
         assert offsets == sorted(set(offsets))
@@ -832,3 +837,20 @@ def test_reject_reaching_end_of_file_says_so():
     [rejected] = decode(b'{"table": nope\n  "more": 1\n')
     assert rejected.error.endswith("skipped 26 bytes up to the end of the file")
     assert rejected.raw == b'{"table": nope\n  "more": 1'
+
+
+def test_new_column_after_a_metadata_change_is_announced_by_a_schema_event():
+    data = "\n".join(
+        line(r)
+        for r in (
+            rec(pos="1", after={"ID": 1, "NAME": "a"}),
+            rec(pos="2", op_type="U", before={"ID": 1}, after={"ID": 1, "NAME": "b"}),
+            rec(pos="3", after={"ID": 2, "NAME": "c", "EMAIL": "c@x"}),  # the table gained EMAIL
+            rec(pos="4", after={"ID": 3, "NAME": "d", "EMAIL": None}),
+        )
+    ).encode()
+    items = events(decode(data))
+    assert [e.op for e in items] == ["INSERT", "UPDATE", "SCHEMA", "INSERT", "INSERT"]
+    schema = items[2]
+    assert schema.ddl["added"] == ["EMAIL"] and [c["name"] for c in schema.ddl["columns"]] == ["ID", "NAME", "EMAIL"]
+    assert schema.seq == items[3].seq and schema.source == items[3].source
