@@ -328,6 +328,8 @@ class GoldenGateJsonDecoder(Decoder):
         and images of updates and deletes may be partial), so only additions are announced.
         """
         names = [*(event.before or {}), *(event.after or {})]
+        if not names:  # a truncate carries no columns: it says nothing about the layout
+            return None
         known = self._layouts.get(event.table)
         if known is None:
             self._layouts[event.table] = list(dict.fromkeys(names))

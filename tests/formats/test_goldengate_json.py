@@ -854,3 +854,10 @@ def test_new_column_after_a_metadata_change_is_announced_by_a_schema_event():
     schema = items[2]
     assert schema.ddl["added"] == ["EMAIL"] and [c["name"] for c in schema.ddl["columns"]] == ["ID", "NAME", "EMAIL"]
     assert schema.seq == items[3].seq and schema.source == items[3].source
+
+
+def test_a_truncate_does_not_set_the_column_baseline():
+    truncate = rec(op="T", pos="1")
+    truncate.pop("after")
+    data = "\n".join(line(r) for r in (truncate, rec(pos="2", after={"ID": 1, "NAME": "a"}))).encode()
+    assert [e.op for e in events(decode(data))] == ["TRUNCATE", "INSERT"]
