@@ -271,11 +271,11 @@ def history(
     batch_of = {id(item.event): item.batch for item in unique.values()}
     out: dict[str, list[dict[str, Any]]] = {}
     for group in components([item.event for item in unique.values()]):
-        marks = [("T", seq, ts) for seq, ts in truncates]
-        timeline = sorted([("E", e.seq, e) for e in group] + marks, key=lambda x: (x[1], x[0] == "E"))
+        # a truncate at seq T sorts before events at T: (T, "", -1) < (T, file, offset)
+        timeline = [(e.order, "E", e) for e in group] + [((seq, "", -1), "T", ts) for seq, ts in truncates]
         state: dict[str, dict[str, Any]] = {}
         open_version: dict[str, dict[str, Any]] = {}
-        for kind, _seq, item in sorted(timeline, key=lambda x: x[2].order if x[0] == "E" else (x[1], "", -1)):
+        for _order, kind, item in sorted(timeline, key=lambda x: x[0]):
             if kind == "T":
                 for version in open_version.values():
                     version["valid_to"], version["is_current"] = item, False
