@@ -228,6 +228,21 @@ def fold_history_part(
     return pa.Table.from_pylist(out, schema=_history_schema(columns))
 
 
+def _with_part(rows, part_of: dict[str, int], keys: list[str], ddl: str):
+    """Add ``_part``: the worker a row goes to (its key-change component's home, else its bucket)."""
+    from pyspark.sql import functions as F
+
+    if not part_of:
+        return rows.withColumn("_part", F.col("_cdc_bucket"))
+
+    def rows_part(it: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in it:
+            parts = [part_of.get(key_of(r, keys), r["_cdc_bucket"]) for r in batch.to_pylist()]
+            yield batch.append_column("_part", pa.array(parts, pa.int32()))
+
+    return rows.mapInArrow(rows_part, f"{ddl}, _part int")
+
+
 def _snapshot_info(spark, name: str) -> set[str]:
     rows = spark.sql(f"SELECT summary['{BATCH_PROPERTY}'] AS batch FROM {name}.snapshots").collect()
     return {r["batch"] for r in rows if r["batch"]}
@@ -391,16 +406,7 @@ def compact_table(
     ev_parted = log_events.withColumn("_part", part_udf(F.col("_key"), F.col("_cdc_bucket")))
 
     current = spark.table(name).where(F.col("_cdc_bucket").isin(affected_buckets))
-    if part_of:
-
-        def rows_part(it: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            for batch in it:
-                parts = [part_of.get(key_of(r, keys), r["_cdc_bucket"]) for r in batch.to_pylist()]
-                yield batch.append_column("_part", pa.array(parts, pa.int32()))
-
-        current = current.mapInArrow(rows_part, f"{_table_ddl(columns)}, {META_DDL}, _part int")
-    else:
-        current = current.withColumn("_part", F.col("_cdc_bucket"))
+    current = _with_part(current, part_of, keys, f"{_table_ddl(columns)}, {META_DDL}")
 
     out_ddl = f"{_table_ddl(columns)}, {META_DDL}, _kind string, _info string"
 
@@ -478,16 +484,7 @@ def _write_history(
     ]
     current = spark.table(hist).where(F.col("_cdc_bucket").isin(affected_buckets))
     ddl = f"{_table_ddl(columns)}, {HISTORY_META_DDL}"
-    if part_of:
-
-        def rows_part(it: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            for batch in it:
-                parts = [part_of.get(key_of(r, keys), r["_cdc_bucket"]) for r in batch.to_pylist()]
-                yield batch.append_column("_part", pa.array(parts, pa.int32()))
-
-        current = current.mapInArrow(rows_part, f"{ddl}, _part int")
-    else:
-        current = current.withColumn("_part", F.col("_cdc_bucket"))
+    current = _with_part(current, part_of, keys, ddl)
 
     def fold(ev: pa.Table, rows: pa.Table) -> pa.Table:
         return fold_history_part(ev, rows, keys=keys, columns=columns, buckets=buckets, truncates=truncates)
