@@ -1,12 +1,41 @@
-# One image for Airflow and Spark (same Python, same cdclake, same pinned jars).
+# One image for every cdclake container of docker-compose.yaml: Airflow 3 (api-server, scheduler,
+# dag-processor, triggerer) and the Spark standalone master / worker (`spark-class`, shipped by the
+# pyspark wheel). Same Python 3.11, the pinned requirements.txt, the pinned jars of jars/pom.xml and
+# this repository, so Spark executors import exactly the cdclake that the Airflow tasks run.
+
+# Stage 1: the JVM jars from Maven Central, resolved as `make setup` does.
+FROM maven:3.9.9-eclipse-temurin-17 AS jars
+WORKDIR /build
+COPY jars/pom.xml jars/pom.xml
+RUN mvn -q -B -f jars/pom.xml dependency:copy-dependencies -DoutputDirectory=/build/.jars -DincludeScope=runtime
+
 FROM python:3.11-slim-bookworm
-RUN apt-get update && apt-get install -y --no-install-recommends openjdk-17-jre-headless maven make procps \
+# Java 17 for Spark (drivers in Airflow tasks, master, worker); procps: Spark's scripts call ps.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends openjdk-17-jre-headless procps \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /opt/cdclake
-COPY requirements.txt pyproject.toml README.md ./
-RUN pip install --no-cache-dir uv==0.13.9 && uv pip install --system --no-cache -r requirements.txt
-COPY jars/pom.xml jars/pom.xml
-RUN mvn -q -B -f jars/pom.xml dependency:copy-dependencies -DoutputDirectory=/opt/cdclake/.jars -DincludeScope=runtime
-COPY . .
-RUN uv pip install --system --no-deps -e .
-ENV CDCLAKE_JARS=/opt/cdclake/.jars PYSPARK_PYTHON=python3 SPARK_HOME=/usr/local/lib/python3.11/site-packages/pyspark
+# The local venv's exact package set plus the PostgreSQL drivers only the image needs
+# (Airflow's metadata DB: psycopg2 sync, asyncpg async; pyiceberg's SQL catalog: psycopg2).
+COPY requirements.txt ./
+RUN pip install --no-cache-dir uv==0.13.9 \
+    && uv pip install --system --no-cache -r requirements.txt psycopg2-binary==2.9.13 asyncpg==0.32.0
+COPY --from=jars /build/.jars /opt/cdclake/.jars
+# Only what runs (not .venv/, var/, .jars/ of the checkout).
+COPY pyproject.toml README.md ./
+COPY cdclake/ cdclake/
+COPY dags/ dags/
+COPY plugins/ plugins/
+COPY spark_jobs/ spark_jobs/
+COPY config/ config/
+COPY docker/ docker/
+# Editable, so that REPO_ROOT (cdclake/settings.py) is /opt/cdclake and spark_jobs/ is found there.
+RUN uv pip install --system --no-cache --no-deps -e . \
+    && useradd --uid 50000 --gid 0 --home-dir /opt/airflow --create-home cdclake \
+    && mkdir -p /data/cdclake /opt/airflow/logs \
+    && chown -R 50000:0 /data/cdclake /opt/airflow
+ENV CDCLAKE_JARS=/opt/cdclake/.jars \
+    PYSPARK_PYTHON=python3 \
+    SPARK_HOME=/usr/local/lib/python3.11/site-packages/pyspark \
+    AIRFLOW_HOME=/opt/airflow
+USER 50000

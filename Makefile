@@ -8,12 +8,17 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.cdclake-installed
 JARS_STAMP := .jars/.fetched
 
-.PHONY: setup demo test lint bench clean check-java
+.PHONY: setup demo test lint bench clean check-java browser
 
-setup: check-java $(STAMP) $(JARS_STAMP)
+setup: check-java $(STAMP) $(JARS_STAMP) browser
 
 check-java:
 	@bash scripts/check_java.sh
+
+# Debian's Chromium for the monitoring page's browser test (playwright's own download is not used)
+browser:
+	@test -x /usr/bin/chromium || { if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium; \
+	  else echo "warning: /usr/bin/chromium missing, the browser test will skip: sudo apt-get install chromium"; fi; }
 
 $(STAMP): requirements.txt pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found: install Python 3.11"; exit 1; }

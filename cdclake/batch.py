@@ -37,6 +37,7 @@ class StagedFile:
     path: str  # staged copy
     size: int
     sha256: str
+    etag: str | None = None  # S3 ETag of the staged object version (None for local files)
 
 
 @dataclass
@@ -49,6 +50,12 @@ class Manifest:
     keys: dict[str, list[str]] = field(default_factory=dict)
     namespace: str | None = None
     scd2: list[str] = field(default_factory=list)  # tables (or "*") that keep SCD2 history
+    rejected: list[dict[str, str]] = field(default_factory=list)  # landing keys refused by staging: key, reason
+    schema_policy: str = "evolve"  # evolve | fail | ignore (cdclake.schema_evolution)
+    table_policies: dict[str, str] = field(default_factory=dict)  # per source table overrides
+
+    def policy_for(self, table: str) -> str:
+        return self.table_policies.get(table, self.schema_policy)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True)

@@ -22,6 +22,7 @@ def apply_files(
     spark=None,
     scd2: list[str] | None = None,
     namespace: str | None = None,
+    schema_policy: str = "evolve",
 ) -> dict[str, Any]:
     settings = Settings.from_env()
     warehouse = Path(warehouse).resolve()
@@ -39,6 +40,7 @@ def apply_files(
         keys={"*": keys} if keys else {},
         scd2=list(scd2 or []),
         namespace=namespace,
+        schema_policy=schema_policy,
     )
     staging_root = warehouse / "_staging"
     stage_files(files, staging_root, manifest)

@@ -3,18 +3,120 @@
 The embedded defaults keep everything under ``<repo>/var``: landing folders,
 staging batches, the Iceberg warehouse with its SQLite catalog, and Airflow's
 home, so that ``make demo`` works on a fresh clone with no configuration.
+
+At scale (docker-compose.yaml) the warehouse may be an ``s3://`` / ``s3a://``
+URI and the catalog a PostgreSQL database (``CDCLAKE_CATALOG_URI``); S3
+endpoint and credentials then come from the usual AWS environment variables.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 #: Name of the Iceberg catalog inside Spark and pyiceberg (both must agree).
 CATALOG_NAME = "lake"
+
+#: Warehouse URI schemes served by Iceberg's S3FileIO (Spark) and pyarrow's S3 filesystem (pyiceberg).
+S3_SCHEMES = ("s3", "s3a", "s3n")
+
+_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def is_uri(location: str | Path) -> bool:
+    """True for ``scheme://...`` locations (S3), false for local paths."""
+    return isinstance(location, str) and bool(_URI.match(location))
+
+
+def is_s3(location: str | Path) -> bool:
+    return is_uri(location) and urlsplit(str(location)).scheme.lower() in S3_SCHEMES
+
+
+def warehouse_location(value: str | Path) -> Path | str:
+    """A local warehouse as a resolved Path; an S3 URI kept as given (without a trailing slash)."""
+    if is_uri(value):
+        if not is_s3(value):
+            raise ValueError(f"warehouse {value!r}: only local folders and s3:// / s3a:// URIs are supported")
+        return str(value).rstrip("/")
+    return Path(value).resolve()
+
+
+@dataclass(frozen=True)
+class CatalogSettings:
+    """Where the Iceberg JDBC catalog lives and how S3 is reached; every field comes from the environment.
+
+    ``uri`` None means the embedded default: a SQLite file ``catalog.db`` inside a local warehouse.
+    Secrets (``password``, a SQLAlchemy URI that may embed one) are excluded from ``repr``.
+    """
+
+    uri: str | None = None
+    user: str | None = None
+    password: str | None = field(default=None, repr=False)
+    sqlalchemy_uri: str | None = field(default=None, repr=False)
+    s3_endpoint: str | None = None
+    s3_region: str | None = None
+    s3_path_style: bool = True
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None) -> CatalogSettings:
+        env = dict(os.environ if env is None else env)
+        endpoint = env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL") or None
+        return cls(
+            uri=env.get("CDCLAKE_CATALOG_URI") or None,
+            user=env.get("CDCLAKE_CATALOG_USER") or None,
+            password=env.get("CDCLAKE_CATALOG_PASSWORD") or None,
+            sqlalchemy_uri=env.get("CDCLAKE_CATALOG_SQLALCHEMY_URI") or None,
+            s3_endpoint=endpoint,
+            # A custom endpoint (MinIO) still needs a region: the SDKs would otherwise look it up on AWS.
+            s3_region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or ("us-east-1" if endpoint else None),
+            s3_path_style=env.get("CDCLAKE_S3_PATH_STYLE", "true").strip().lower() not in ("0", "false", "no"),
+        )
+
+    def jdbc_uri(self, warehouse: str | Path) -> str:
+        """The catalog's JDBC URI: ``CDCLAKE_CATALOG_URI`` or the SQLite file in a local warehouse."""
+        if self.uri:
+            return self.uri
+        if is_uri(warehouse):
+            raise ValueError(
+                f"warehouse {warehouse} is not a local folder: set CDCLAKE_CATALOG_URI (e.g. a PostgreSQL JDBC URI)"
+            )
+        return f"jdbc:sqlite:{Path(warehouse) / 'catalog.db'}"
+
+    def sqlalchemy_url(self, warehouse: str | Path) -> str:
+        """The same catalog for pyiceberg's SqlCatalog (an SQLAlchemy URL, credentials included)."""
+        if self.sqlalchemy_uri:
+            return self.sqlalchemy_uri
+        return jdbc_to_sqlalchemy(self.jdbc_uri(warehouse), self.user, self.password)
+
+
+def jdbc_to_sqlalchemy(jdbc_uri: str, user: str | None = None, password: str | None = None) -> str:
+    """``jdbc:postgresql://host[:port]/db`` -> ``postgresql+psycopg2://user:password@host:port/db``;
+    ``jdbc:sqlite:PATH`` -> ``sqlite:///PATH``. Anything else needs ``CDCLAKE_CATALOG_SQLALCHEMY_URI``."""
+    from sqlalchemy.engine import URL
+
+    if jdbc_uri.startswith("jdbc:sqlite:"):
+        return "sqlite:///" + jdbc_uri.removeprefix("jdbc:sqlite:")
+    if jdbc_uri.startswith("jdbc:postgresql://"):
+        parts = urlsplit(jdbc_uri.removeprefix("jdbc:"))
+        if not parts.query and not parts.fragment and parts.hostname and parts.path.strip("/"):
+            url = URL.create(
+                "postgresql+psycopg2",
+                username=user,
+                password=password,
+                host=parts.hostname,
+                port=parts.port,
+                database=parts.path.strip("/"),
+            )
+            return url.render_as_string(hide_password=False)
+    raise ValueError(
+        "cannot derive an SQLAlchemy URI from CDCLAKE_CATALOG_URI (only jdbc:postgresql://host[:port]/db"
+        " without parameters, and jdbc:sqlite:PATH): set CDCLAKE_CATALOG_SQLALCHEMY_URI"
+    )
 
 
 @dataclass(frozen=True)
@@ -22,10 +124,11 @@ class Settings:
     home: Path
     landing: Path
     staging: Path
-    warehouse: Path
+    warehouse: Path | str  # a local folder, or an s3:// / s3a:// URI
     jars_dir: Path
     sources_file: Path
     buckets: int
+    catalog: CatalogSettings = field(default_factory=CatalogSettings)
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
@@ -35,10 +138,11 @@ class Settings:
             home=home,
             landing=Path(env.get("CDCLAKE_LANDING", home / "landing")).resolve(),
             staging=Path(env.get("CDCLAKE_STAGING", home / "staging")).resolve(),
-            warehouse=Path(env.get("CDCLAKE_WAREHOUSE", home / "warehouse")).resolve(),
+            warehouse=warehouse_location(env.get("CDCLAKE_WAREHOUSE", home / "warehouse")),
             jars_dir=Path(env.get("CDCLAKE_JARS", REPO_ROOT / ".jars")).resolve(),
             sources_file=Path(env.get("CDCLAKE_SOURCES", REPO_ROOT / "config" / "sources.yaml")).resolve(),
             buckets=int(env.get("CDCLAKE_BUCKETS", "16")),
+            catalog=CatalogSettings.from_env(env),
         )
 
     def jars(self) -> list[str]:

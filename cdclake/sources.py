@@ -15,10 +15,26 @@ import yaml
 
 from cdclake.options import OptionError, Options
 from cdclake.registry import format_ids, get_decoder
+from cdclake.schema_evolution import DEFAULT_POLICY, POLICIES
 
 
 class ConfigError(ValueError):
     pass
+
+
+FIELDS = {
+    "format",
+    "landing",
+    "options",
+    "keys",
+    "namespace",
+    "schedule",
+    "scd2",
+    "schema_policy",
+    "table_schema_policy",
+    "max_quarantined",
+    "aws_conn_id",
+}
 
 
 @dataclass(frozen=True)
@@ -31,6 +47,10 @@ class SourceConfig:
     namespace: str | None = None
     schedule: str | None = None
     scd2: list[str] = field(default_factory=list)
+    schema_policy: str = "evolve"
+    table_schema_policy: dict[str, str] = field(default_factory=dict)
+    max_quarantined: int | None = None  # fail the run's report task above this many quarantined records
+    aws_conn_id: str = "aws_default"  # Airflow connection for an s3:// landing (else environment credentials)
 
     def landing_path(self, home: Path) -> Path:
         path = Path(self.landing)
@@ -55,7 +75,7 @@ def _source(path: Path, name: str, body: Any) -> SourceConfig:
     where = f"{path}: source {name!r}"
     if not isinstance(body, dict):
         raise ConfigError(f"{where} must be a mapping")
-    unknown = set(body) - {"format", "landing", "options", "keys", "namespace", "schedule", "scd2"}
+    unknown = set(body) - FIELDS
     if unknown:
         raise ConfigError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
     fmt = body.get("format")
@@ -77,13 +97,39 @@ def _source(path: Path, name: str, body: Any) -> SourceConfig:
     scd2 = body.get("scd2") or []
     if not isinstance(scd2, list) or not all(isinstance(t, str) for t in scd2):
         raise ConfigError(f"{where}: field 'scd2' must be a list of table names (or [\"*\"] for all)")
+    policy = body.get("schema_policy", DEFAULT_POLICY)
+    if policy not in POLICIES:
+        raise ConfigError(f"{where}: field 'schema_policy' is {policy!r}; expected one of {', '.join(POLICIES)}")
+    table_policy = body.get("table_schema_policy") or {}
+    if not isinstance(table_policy, dict) or any(v not in POLICIES for v in table_policy.values()):
+        raise ConfigError(
+            f"{where}: field 'table_schema_policy' must map table name -> one of {', '.join(POLICIES)}"
+        )
+    max_quarantined = body.get("max_quarantined")
+    if max_quarantined is not None and (not isinstance(max_quarantined, int) or max_quarantined < 0):
+        raise ConfigError(f"{where}: field 'max_quarantined' must be a whole number >= 0 (or omitted: no limit)")
+    landing_is_s3 = landing.startswith("s3://")
+    if landing_is_s3 and len(landing) <= len("s3://"):
+        raise ConfigError(f"{where}: field 'landing' {landing!r} names no bucket")
+    if not landing_is_s3 and "://" in landing:
+        raise ConfigError(f"{where}: field 'landing' {landing!r}: only local paths and s3:// URIs are supported")
+    schedule = body.get("schedule")
+    if schedule is not None and not isinstance(schedule, str):
+        raise ConfigError(f"{where}: field 'schedule' must be a cron expression or preset like '@hourly' (or null)")
+    namespace = body.get("namespace")
+    if namespace is not None and (not isinstance(namespace, str) or not namespace.replace("_", "").isalnum()):
+        raise ConfigError(f"{where}: field 'namespace' must be letters, digits and underscores")
     return SourceConfig(
+        schema_policy=policy,
+        table_schema_policy={str(k): str(v) for k, v in table_policy.items()},
+        max_quarantined=max_quarantined,
+        aws_conn_id=str(body.get("aws_conn_id") or "aws_default"),
         scd2=list(scd2),
         name=name,
         format=fmt,
         landing=landing,
         options=options,
         keys={str(k): list(v) for k, v in keys.items()},
-        namespace=body.get("namespace"),
-        schedule=body.get("schedule"),
+        namespace=namespace,
+        schedule=schedule,
     )

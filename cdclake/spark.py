@@ -1,7 +1,9 @@
-"""The Spark session every job uses: Iceberg runtime, JDBC (SQLite) catalog, UTC.
+"""The Spark session every job uses: Iceberg runtime, JDBC catalog, UTC.
 
 One function so that spark-submit jobs, the local ``apply`` command and the
-tests configure Spark identically (DESIGN.md sections 5 and 7).
+tests configure Spark identically (DESIGN.md sections 5 and 7). The catalog is
+a SQLite file in a local warehouse by default, or ``CDCLAKE_CATALOG_URI``
+(PostgreSQL) with the warehouse on S3 / MinIO (``cdclake.settings.CatalogSettings``).
 """
 
 from __future__ import annotations
@@ -10,22 +12,54 @@ import os
 import sys
 from pathlib import Path
 
-from cdclake.settings import CATALOG_NAME
+from cdclake.settings import CATALOG_NAME, CatalogSettings, is_s3, warehouse_location
 
 
-def catalog_conf(warehouse: str | Path) -> dict[str, str]:
-    """Spark conf of the Iceberg catalog kept inside ``warehouse``."""
-    warehouse = Path(warehouse).resolve()
-    warehouse.mkdir(parents=True, exist_ok=True)  # SQLite cannot create the folder of its file
+def catalog_conf(warehouse: str | Path, catalog: CatalogSettings | None = None) -> dict[str, str]:
+    """Spark conf of the Iceberg catalog for ``warehouse`` (``catalog``: from the environment if None)."""
+    catalog = CatalogSettings.from_env() if catalog is None else catalog
+    warehouse = warehouse_location(warehouse)
+    if isinstance(warehouse, Path):
+        warehouse.mkdir(parents=True, exist_ok=True)  # SQLite cannot create the folder of its file
     prefix = f"spark.sql.catalog.{CATALOG_NAME}"
-    return {
+    conf = {
         "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
         prefix: "org.apache.iceberg.spark.SparkCatalog",
         f"{prefix}.type": "jdbc",
-        f"{prefix}.uri": f"jdbc:sqlite:{warehouse / 'catalog.db'}",
+        f"{prefix}.uri": catalog.jdbc_uri(warehouse),
         f"{prefix}.jdbc.schema-version": "V1",
-        f"{prefix}.warehouse": warehouse.as_uri(),
+        f"{prefix}.warehouse": warehouse.as_uri() if isinstance(warehouse, Path) else warehouse,
     }
+    # Credentials go to the JDBC driver only; Spark redacts "password" keys in its UI and logs.
+    if catalog.user:
+        conf[f"{prefix}.jdbc.user"] = catalog.user
+    if catalog.password:
+        conf[f"{prefix}.jdbc.password"] = catalog.password
+    if is_s3(warehouse):
+        conf.update(s3_conf(catalog))
+    return conf
+
+
+def s3_conf(catalog: CatalogSettings) -> dict[str, str]:
+    """Iceberg S3FileIO for the tables and Hadoop s3a for raw files, on AWS or MinIO.
+
+    Keys never enter the conf: S3FileIO and s3a both read ``AWS_ACCESS_KEY_ID`` /
+    ``AWS_SECRET_ACCESS_KEY`` from the environment of the driver and of each executor.
+    """
+    prefix = f"spark.sql.catalog.{CATALOG_NAME}"
+    path_style = "true" if catalog.s3_path_style else "false"
+    conf = {
+        f"{prefix}.io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
+        f"{prefix}.s3.path-style-access": path_style,
+        "spark.hadoop.fs.s3a.path.style.access": path_style,
+    }
+    if catalog.s3_endpoint:
+        conf[f"{prefix}.s3.endpoint"] = catalog.s3_endpoint
+        conf["spark.hadoop.fs.s3a.endpoint"] = catalog.s3_endpoint
+    if catalog.s3_region:
+        conf[f"{prefix}.client.region"] = catalog.s3_region
+        conf["spark.hadoop.fs.s3a.endpoint.region"] = catalog.s3_region
+    return conf
 
 
 def session_conf() -> dict[str, str]:

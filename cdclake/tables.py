@@ -1,8 +1,9 @@
-"""Reading lake tables without a JVM (pyiceberg on the same SQLite catalog).
+"""Reading lake tables without a JVM (pyiceberg on the same JDBC catalog as Spark).
 
 The ``show`` command, reports and tests read tables and snapshot summaries
 here; Spark writes them. Both use the catalog name ``lake`` and the same
-``catalog.db`` inside the warehouse folder.
+catalog: ``catalog.db`` inside the warehouse folder by default, or the
+database of ``CDCLAKE_CATALOG_URI`` (``cdclake.settings.CatalogSettings``).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 from cdclake.merge import META_COLUMNS
 from cdclake.naming import SOURCE_TABLE_PROPERTY, iceberg_identifier
-from cdclake.settings import CATALOG_NAME
+from cdclake.settings import CATALOG_NAME, CatalogSettings, is_s3, warehouse_location
 
 BATCH_PROPERTY = "cdclake.batch-id"
 
@@ -21,13 +22,39 @@ class TableNotFound(LookupError):
     pass
 
 
-def open_catalog(warehouse: str | Path):
+def open_catalog(warehouse: str | Path, catalog: CatalogSettings | None = None):
+    """pyiceberg's SqlCatalog on the catalog Spark writes (``catalog``: from the environment if None)."""
     from pyiceberg.catalog.sql import SqlCatalog
 
-    warehouse = Path(warehouse).resolve()
-    if not (warehouse / "catalog.db").exists():
-        raise TableNotFound(f"no warehouse catalog at {warehouse / 'catalog.db'}")
-    return SqlCatalog(CATALOG_NAME, uri=f"sqlite:///{warehouse / 'catalog.db'}", warehouse=warehouse.as_uri())
+    catalog = CatalogSettings.from_env() if catalog is None else catalog
+    warehouse = warehouse_location(warehouse)
+    if catalog.uri is None and catalog.sqlalchemy_uri is None:
+        if not isinstance(warehouse, Path):  # SQLite needs a local folder
+            raise TableNotFound(f"no catalog for warehouse {warehouse}: set CDCLAKE_CATALOG_URI")
+        if not (warehouse / "catalog.db").exists():
+            raise TableNotFound(f"no warehouse catalog at {warehouse / 'catalog.db'}")
+        return SqlCatalog(CATALOG_NAME, uri=f"sqlite:///{warehouse / 'catalog.db'}", warehouse=warehouse.as_uri())
+    from sqlalchemy import inspect
+
+    location = warehouse.as_uri() if isinstance(warehouse, Path) else warehouse
+    properties = {"uri": catalog.sqlalchemy_url(warehouse), "warehouse": location, "init_catalog_tables": "false"}
+    if is_s3(warehouse):
+        properties.update(s3_properties(catalog))
+    sql_catalog = SqlCatalog(CATALOG_NAME, **properties)
+    if not inspect(sql_catalog.engine).has_table("iceberg_tables"):
+        # The URI itself is not shown: it may carry credentials.
+        raise TableNotFound("no Iceberg catalog tables in the CDCLAKE_CATALOG_URI database yet (Spark creates them)")
+    return sql_catalog
+
+
+def s3_properties(catalog: CatalogSettings) -> dict[str, str]:
+    """pyiceberg FileIO properties for S3 / MinIO; keys come from the AWS environment variables."""
+    properties = {"s3.force-virtual-addressing": "false" if catalog.s3_path_style else "true"}
+    if catalog.s3_endpoint:
+        properties["s3.endpoint"] = catalog.s3_endpoint
+    if catalog.s3_region:
+        properties["s3.region"] = catalog.s3_region
+    return properties
 
 
 def load_table(warehouse: str | Path, source_table: str, namespace: str | None = None):

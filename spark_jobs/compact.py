@@ -13,10 +13,18 @@ def main() -> None:
     parser.add_argument("--warehouse", required=True)
     parser.add_argument("--table", action="append", default=None, help="only these source tables")
     parser.add_argument("--buckets", type=int, default=16, help="buckets of a new table")
+    parser.add_argument("--full-refresh", action="store_true", help="recompute every row from the change log")
     args = parser.parse_args()
     spark = build_session("cdclake-compact", args.warehouse)
     try:
-        print(json.dumps(compact.run(spark, args.batch_dir, tables=args.table, buckets=args.buckets)))
+        print(
+            json.dumps(
+                compact.run(
+                    spark, args.batch_dir, tables=args.table, buckets=args.buckets, full_refresh=args.full_refresh
+                ),
+                default=str,
+            )
+        )
     finally:
         spark.stop()
 

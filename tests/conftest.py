@@ -26,3 +26,18 @@ def spark(warehouse: Path):
     session = build_session("cdclake-tests", warehouse, master="local[2]", jars=jars)
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_server():
+    """A real S3 API over HTTP (moto's threaded server on a free port); yields its endpoint URL.
+
+    The state is shared by the whole test run: each test uses its own bucket.
+    """
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()

@@ -34,6 +34,7 @@ from cdclake.coltypes import CastError, arrow_type, quote_ident
 from cdclake.events import ROW_OPS, image_from_text
 from cdclake.merge import LoggedEvent, bucket_of, key_of, prepare, refold
 from cdclake.naming import SOURCE_TABLE_PROPERTY
+from cdclake.schema_evolution import ColumnMap
 from cdclake.tables import BATCH_PROPERTY
 
 META_DDL = "_cdc_op string, _cdc_seq string, _cdc_ts timestamp, _cdc_batch string, _cdc_bucket int"
@@ -91,13 +92,16 @@ def _out_schema(columns: list[tuple[str, str]]) -> pa.Schema:
     return pa.schema(fields)
 
 
-def _prepare_row(row: dict[str, Any], keys: list[str], types: dict[str, str]):
+def _prepare_row(row: dict[str, Any], keys: list[str], types: dict[str, str], cmap: ColumnMap | None = None):
+    before, after = image_from_text(row["before"]), image_from_text(row["after"])
+    if cmap is not None:  # old-layout events read in the current layout (renames, drops, ignored columns)
+        before, after = cmap.translate(before, types), cmap.translate(after, types)
     return prepare(
         row["op"],
         row["seq"],
         row["event_ts"],
-        image_from_text(row["before"]),
-        image_from_text(row["after"]),
+        before,
+        after,
         (row["source_file"], row["source_offset"]),
         keys=keys,
         types=types,
@@ -105,21 +109,26 @@ def _prepare_row(row: dict[str, Any], keys: list[str], types: dict[str, str]):
 
 
 def route_events(
-    batches: Iterator[pa.RecordBatch], keys: list[str], types: dict[str, str], buckets: int, batch_id: str
+    batches: Iterator[pa.RecordBatch],
+    keys: list[str],
+    types: dict[str, str],
+    buckets: int,
+    batch_id: str,
+    cmap: ColumnMap | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """Change-log rows of a batch's events: key, old key, bucket (or why not)."""
+    """Change-log rows of a batch's row events: key, old key, bucket (or why not).
+
+    TRUNCATE events are logged by the truncate step, not here.
+    """
     for batch in batches:
         out = []
         for row in batch.to_pylist():
             base = {name: row.get(name) for name in LOG_SCHEMA.names if name in row}
             base.update(_cdc_batch=batch_id, _error=None, _old_key=None)
-            if row["op"] == "TRUNCATE":
-                out.append({**base, "_key": None, "_cdc_bucket": TRUNCATE_BUCKET, "_role": "truncate"})
-                continue
             if row["op"] not in ROW_OPS:
                 continue
             try:
-                event = _prepare_row(row, keys, types)
+                event = _prepare_row(row, keys, types, cmap)
             except CastError as exc:
                 out.append({**base, "_key": None, "_cdc_bucket": None, "_role": "error", "_error": str(exc)})
                 continue
@@ -141,13 +150,14 @@ def fold_part(
     batch_id: str,
     buckets: int,
     truncate_seq: str | None,
+    cmap: ColumnMap | None = None,
 ) -> pa.Table:
     """Refold the affected keys of one worker's part; other rows pass through."""
     types = dict(columns)
     names = [n for n, _ in columns]
     logged = []
     for row in events.to_pylist():
-        logged.append(LoggedEvent(_prepare_row(row, keys, types), row["_cdc_batch"]))
+        logged.append(LoggedEvent(_prepare_row(row, keys, types, cmap), row["_cdc_batch"]))
     state, stats, affected = refold(logged, names, batch_id, truncate_seq)
     out = []
     for row in rows.to_pylist():
@@ -209,13 +219,14 @@ def fold_history_part(
     columns: list[tuple[str, str]],
     buckets: int,
     truncates: list[tuple[str, Any]],
+    cmap: ColumnMap | None = None,
 ) -> pa.Table:
     """SCD2: recompute every version of the affected keys; other keys' versions pass through."""
     from cdclake.merge import history
 
     types = dict(columns)
     names = [n for n, _ in columns]
-    logged = [LoggedEvent(_prepare_row(r, keys, types), r["_cdc_batch"]) for r in events.to_pylist()]
+    logged = [LoggedEvent(_prepare_row(r, keys, types, cmap), r["_cdc_batch"]) for r in events.to_pylist()]
     versions = history(logged, names, truncates)
     out = []
     for row in rows.to_pylist():
@@ -256,7 +267,7 @@ def _create(spark, name: str, ddl: str, props: dict[str, str]) -> None:
     )
 
 
-def _ensure_tables(spark, source_table: str, layout: dict[str, Any], buckets: int) -> int:
+def ensure_tables(spark, source_table: str, layout: dict[str, Any], buckets: int) -> int:
     """Create the table and its change log, or add new columns; returns the bucket count."""
     name = layout["spark_name"]
     columns = [tuple(c) for c in layout["columns"]]
@@ -346,7 +357,8 @@ def compact_table(
     keys: list[str] = layout["keys"]
     columns = [tuple(c) for c in layout["columns"]]
     types = dict(columns)
-    buckets = _ensure_tables(spark, source_table, layout, default_buckets)
+    cmap = ColumnMap.from_dict(layout.get("column_map"))
+    buckets = ensure_tables(spark, source_table, layout, default_buckets)
     if batch_id in _snapshot_info(spark, name) and not full_refresh:
         return {"status": "already-committed", "applied": 0, "stale": 0, "quarantined": 0}
 
@@ -354,7 +366,7 @@ def compact_table(
     events = spark.read.parquet(str(batch_dir / "changelog")).where(F.col("table") == source_table)
     routed_dir = batch_dir / "routed" / layout["identifier"]
     events.mapInArrow(
-        lambda it: route_events(it, keys, types, buckets, batch_id), LOG_DDL + ", _error string"
+        lambda it: route_events(it, keys, types, buckets, batch_id, cmap), LOG_DDL + ", _error string"
     ).write.mode("overwrite").parquet(str(routed_dir))
     routed = spark.read.parquet(str(routed_dir))
     errors = routed.where("_error IS NOT NULL")
@@ -372,7 +384,7 @@ def compact_table(
 
     # 2. affected keys (with keys linked by key changes) and buckets
     log = spark.table(log_name)
-    truncates = good.where("_role = 'truncate'").count()
+    truncates = events.where(F.col("op") == "TRUNCATE").count()  # logged by the truncate step
     wm_row = log.where(F.col("_cdc_bucket") == TRUNCATE_BUCKET).agg(F.max("seq").alias("wm")).first()
     truncate_seq = wm_row["wm"] if wm_row else None
     batch_keys = (
@@ -396,7 +408,7 @@ def compact_table(
             in_buckets.join(keyset, in_buckets["_old_key"] == keyset["k"], "left_semi")
         )
     if not affected_buckets:
-        return {"status": "no-change", "applied": 0, "stale": 0, "quarantined": quarantined, "truncates": 0}
+        return {"status": "no-change", "applied": 0, "stale": 0, "quarantined": quarantined}
 
     # 3. route each key-change component to one worker: the bucket of its smallest key
     pairs = log_events.where("_old_key IS NOT NULL").select("_key", "_old_key").distinct().collect()
@@ -412,7 +424,14 @@ def compact_table(
 
     def fold(ev: pa.Table, rows: pa.Table) -> pa.Table:
         return fold_part(
-            ev, rows, keys=keys, columns=columns, batch_id=batch_id, buckets=buckets, truncate_seq=truncate_seq
+            ev,
+            rows,
+            keys=keys,
+            columns=columns,
+            batch_id=batch_id,
+            buckets=buckets,
+            truncate_seq=truncate_seq,
+            cmap=cmap,
         )
 
     merged_dir = batch_dir / "merged" / layout["identifier"]
@@ -445,13 +464,14 @@ def compact_table(
             batch_id,
             log,
             batch_dir / "history" / layout["identifier"],
+            cmap,
         )
     summary = spark.sql(f"SELECT summary FROM {name}.snapshots ORDER BY committed_at DESC LIMIT 1").first()["summary"]
     return {
         "status": "committed",
         **stats,
         "quarantined": quarantined,
-        "truncates": truncates,
+        "truncates_seen": truncates,
         "buckets_rewritten": len(affected_buckets),
         "buckets": buckets,
         "files_added": int(summary.get("added-data-files", 0)),
@@ -473,6 +493,7 @@ def _write_history(
     batch_id: str,
     log,
     out_dir: Path,
+    cmap: ColumnMap | None = None,
 ) -> None:
     from pyspark.sql import functions as F
 
@@ -487,7 +508,7 @@ def _write_history(
     current = _with_part(current, part_of, keys, ddl)
 
     def fold(ev: pa.Table, rows: pa.Table) -> pa.Table:
-        return fold_history_part(ev, rows, keys=keys, columns=columns, buckets=buckets, truncates=truncates)
+        return fold_history_part(ev, rows, keys=keys, columns=columns, buckets=buckets, truncates=truncates, cmap=cmap)
 
     ev_parted.groupBy("_part").cogroup(current.groupBy("_part")).applyInArrow(fold, ddl).write.mode(
         "overwrite"

@@ -18,7 +18,12 @@ from cdclake.coltypes import canonical_type, type_from_engine, unify
 from cdclake.events import ROW_OPS
 from cdclake.jobs.decode import DECODED_SPARK_DDL
 from cdclake.naming import iceberg_identifier, spark_table_name
+from cdclake.schema_changes import ADD_COLUMN, SchemaChange
+from cdclake.schema_evolution import HISTORY_PROPERTY, column_map, evolve_columns, parse_history
 from cdclake.transactions import held_inputs, held_output, split_incomplete
+
+#: ``meta`` of a TRUNCATE that came from a ``TRUNCATE TABLE`` statement (counted with its DDL event).
+DDL_TRUNCATE_META = '{"from_ddl":true}'
 
 # JSON text of a value -> the type it suggests; must agree with coltypes.kind_of.
 _KIND_SQL = (
@@ -74,6 +79,33 @@ def _existing_columns(spark, name: str) -> list[tuple[str, str]] | None:
     return cols
 
 
+def recorded_history(spark, name: str) -> list[dict[str, Any]]:
+    """Schema changes already applied to a lake table (its ``cdclake.schema-history`` property)."""
+    if not spark.catalog.tableExists(name):
+        return []
+    rows = spark.sql(f"SHOW TBLPROPERTIES {name} ('{HISTORY_PROPERTY}')").collect()
+    return parse_history(rows[0]["value"]) if rows and not rows[0]["value"].startswith("Table ") else []
+
+
+def _versions(history: list[dict[str, Any]]) -> int | None:
+    found = [h["version"] for h in history if isinstance(h.get("version"), int)]
+    return max(found) if found else None
+
+
+def _translate_seen(
+    seen: list[tuple[str, set[str], str | None]], cmap, current: set[str]
+) -> list[tuple[str, set[str], str | None]]:
+    """Seen columns under their current names (old names of renamed columns merge, dropped ones go)."""
+    out: dict[str, tuple[set[str], str | None]] = {}
+    for name, kinds, hint in seen:
+        target = cmap.resolve(name, current)
+        if target is None:
+            continue
+        have = out.get(target)
+        out[target] = (set(kinds) | (have[0] if have else set()), (have[1] if have else None) or hint)
+    return [(n, k, h) for n, (k, h) in out.items()]
+
+
 def run(spark, batch_dir: str | Path) -> dict[str, Any]:
     from pyspark.sql import functions as F
 
@@ -92,6 +124,7 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
     carried_dirs = [d for d in held_inputs(batch_dir) if d.exists()]
     if not event_dir.exists() and not carried_dirs:
         write_json_atomic(batch_dir / "tables.json", {})
+        write_json_atomic(batch_dir / "schema_changes.json", {})
         write_report(batch_dir, "normalize", report)
         return report
     event_ddl = DECODED_SPARK_DDL.replace("kind string, ", "")
@@ -118,6 +151,7 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
             F.count(F.lit(1)).alias("events"),
             F.sum(F.col("op").isin(*ROW_OPS).cast("int")).alias("row_events"),
             F.first("keys", ignorenulls=True).alias("keys"),
+            F.max(F.when(F.col("op").isin(*ROW_OPS), F.col("event_ts"))).alias("newest_event_ts"),
         )
         .collect()
     }
@@ -155,23 +189,100 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
         hint = json.loads(r["hints"]).get(r["col"]) if r["hints"] else None
         seen.setdefault(r["table"], []).append((tuple(r["first"]), r["col"], set(r["kinds"]), hint))
 
+    # Schema changes (SCHEMA / DDL events), in event order, against each table's lake columns.
+    schema_rows = [
+        r.asDict()
+        for r in events.where(F.col("op").isin("SCHEMA", "DDL"))
+        .select("table", "op", "seq", "event_ts", "keys", "ddl", "meta", "source_file", "source_offset")
+        .collect()
+    ]
+    state: dict[str, tuple[str, list[tuple[str, str]] | None, list[dict[str, Any]]]] = {}
+
+    def table_state(source_table: str):
+        if source_table not in state:
+            name = spark_table_name(source_table, manifest.namespace)
+            state[source_table] = (name, _existing_columns(spark, name), recorded_history(spark, name))
+        return state[source_table]
+
+    for r in schema_rows:
+        r["ddl"] = json.loads(r["ddl"]) if r["ddl"] else None
+        r["meta"] = json.loads(r["meta"]) if r["meta"] else {}
+        if r["table"]:
+            table_state(r["table"])
+    from cdclake.schema_events import changes_from_events
+
+    schema = changes_from_events(
+        schema_rows,
+        {t: cols for t, (_, cols, _) in state.items()},
+        {t: v for t, (_, _, hist) in state.items() if (v := _versions(hist)) is not None},
+    )
+    for table in schema.changes:
+        table_state(table)
+
     layouts: dict[str, Any] = {}
     keyless: list[str] = []
+    changes_out: dict[str, Any] = {}
     for source_table, stats in sorted(per_table.items()):
-        report["tables"][source_table] = {"events": stats["events"], "row_events": stats["row_events"]}
-        if not stats["row_events"] and not op_counts.get(source_table, {}).get("TRUNCATE"):
+        newest = stats["newest_event_ts"]
+        report["tables"][source_table] = {
+            "events": stats["events"],
+            "row_events": stats["row_events"],
+            "newest_event_ts": newest.isoformat() if newest else None,
+        }
+        has_truncate = op_counts.get(source_table, {}).get("TRUNCATE") or any(
+            t["table"] == source_table for t in schema.truncates
+        )
+        if not stats["row_events"] and not has_truncate:
             continue  # only heartbeats, transaction markers, schema or DDL events: no lake table to write
-        cols = [(name, kinds_, hint) for _, name, kinds_, hint in sorted(seen.get(source_table, []))]
-        name = spark_table_name(source_table, manifest.namespace)
+        name, existing, history = table_state(source_table)
+        policy = manifest.policy_for(source_table)
+        pending = schema.changes.get(source_table, [])
+        applied = pending if policy == "evolve" else []
+        cmap = column_map([*history, *applied])
+        evolved = evolve_columns(existing, applied) if existing is not None else None
+        first_seen = {col: first for first, col, _, _ in seen.get(source_table, [])}
+        cols = [(col, kinds_, hint) for _, col, kinds_, hint in sorted(seen.get(source_table, []))]
+        current = {n for n, _ in evolved or []} | {c for c, _, _ in cols}
+        current -= set(cmap.renames) | cmap.dropped
+        cols = _translate_seen(cols, cmap, current)
         layout = table_layout(
             source_table,
             cols,
-            _existing_columns(spark, name),
+            evolved,
             stats["keys"],
             manifest.keys.get(source_table) or manifest.keys.get("*"),
             manifest.namespace,
         )
+        if existing is not None and layout["new_columns"]:
+            if policy == "ignore":
+                cmap.dropped |= set(layout["new_columns"])
+                layout["columns"] = [c for c in layout["columns"] if c[0] not in layout["new_columns"]]
+                layout["ignored_columns"], layout["new_columns"] = layout["new_columns"], []
+            else:  # drift: a column first seen in records goes through the DDL step like any change
+                announced = {c.column for c in pending if c.kind == ADD_COLUMN}
+                types = dict(layout["columns"])
+                for col in layout["new_columns"]:
+                    if col in announced:
+                        continue
+                    seq, file, offset = (first_seen.get(col) or (None, None, None))[:3]
+                    pending = [
+                        *pending,
+                        SchemaChange(
+                            source_table,
+                            ADD_COLUMN,
+                            column=col,
+                            type=types[col],
+                            seq=seq,
+                            source_file=file,
+                            source_offset=offset,
+                            source_event=f"column {col} first seen in a record of {file} at offset {offset}",
+                        ),
+                    ]
+                schema.changes[source_table] = pending
+        layout["column_map"] = cmap.to_dict()
+        layout["policy"] = policy
         layout["counts"] = op_counts.get(source_table, {})
+        layout["ddl_truncates"] = sum(1 for t in schema.truncates if t["table"] == source_table)
         layout["scd2"] = source_table in manifest.scd2 or "*" in manifest.scd2
         if not layout["keys"] and stats["row_events"]:
             keyless.append(source_table)
@@ -180,8 +291,43 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
                 f"--option keys=COL1,COL2 or in the source configuration (keys: {{{source_table}: [...]}})"
             )
         layouts[source_table] = layout
+    for source_table, changes in sorted(schema.changes.items()):
+        name, existing, _ = table_state(source_table)
+        changes_out[source_table] = {
+            "spark_name": name,
+            "exists": existing is not None,
+            "policy": manifest.policy_for(source_table),
+            "changes": [c.to_dict() for c in changes],
+        }
+    write_json_atomic(batch_dir / "schema_changes.json", changes_out)
+    if schema.rejects:
+        spark.createDataFrame(
+            [(r["error"], r["source_file"], r["source_offset"], None) for r in schema.rejects],
+            "error string, source_file string, source_offset bigint, raw binary",
+        ).write.mode("overwrite").parquet(str(batch_dir / "quarantine" / "ddl"))
+    report["ddl_rejected"] = len(schema.rejects)
+    report["schema_changes"] = sum(len(c["changes"]) for c in changes_out.values())
+    report["ddl_truncates"] = len(schema.truncates)
 
     row_events = events.where(F.col("op").isin(*ROW_OPS) | (F.col("op") == "TRUNCATE"))
+    if schema.truncates:  # TRUNCATE TABLE statements go to the truncate step with their seq
+        ddl_truncates = spark.createDataFrame(
+            [
+                (
+                    t["table"],
+                    "TRUNCATE",
+                    t["seq"],
+                    t["event_ts"],
+                    DDL_TRUNCATE_META,
+                    t["source_file"],
+                    t["source_offset"],
+                )
+                for t in schema.truncates
+            ],
+            "table string, op string, seq string, event_ts timestamp, meta string, source_file string, "
+            "source_offset bigint",
+        )
+        row_events = row_events.unionByName(ddl_truncates, allowMissingColumns=True)
     good = row_events.where(~F.col("table").isin(*keyless)) if keyless else row_events
     good.withColumn("_batch", F.lit(manifest.batch_id)).write.mode("overwrite").partitionBy("table").parquet(
         str(batch_dir / "changelog")
@@ -199,11 +345,13 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
         bad.write.mode("overwrite").parquet(str(batch_dir / "quarantine" / "normalize"))
         quarantined = bad.count()
 
+    heartbeat = events.where(F.col("op") == "HEARTBEAT").agg(F.max("event_ts").alias("ts")).first()["ts"]
+    report["newest_heartbeat_ts"] = heartbeat.isoformat() if heartbeat else None
     totals = {r["table"]: r for r in per_table.values()}
     report["events"] = sum(r["events"] for r in totals.values())
     report["row_events"] = sum(r["row_events"] for r in totals.values())
-    report["non_row_events"] = report["events"] - report["row_events"]
-    report["quarantined"] = quarantined
+    report["non_row_events"] = report["events"] - report["row_events"] - len(schema.rejects)
+    report["quarantined"] = quarantined + len(schema.rejects)
     write_json_atomic(batch_dir / "tables.json", layouts)
     write_report(batch_dir, "normalize", report)
     return report

@@ -1,0 +1,215 @@
+"""DDL job: apply a batch's schema changes to the lake tables before its data is merged.
+
+Input is ``schema_changes.json`` (written by normalize). Per table, with the
+source's policy:
+
+- ``evolve``: every change is first checked against the table (a key column
+  change or a type change Iceberg cannot make in place fails with a rebuild
+  hint, before anything is altered); then each change is applied with Spark
+  SQL ``ALTER TABLE`` on the Iceberg table (and its SCD2 history table), and
+  recorded in the table property ``cdclake.schema-history`` with the Iceberg
+  schema id. Renames keep Iceberg field ids, so files written before and after
+  read correctly; the merge reads old-layout events through the recorded
+  renames and drops.
+- ``fail``: a real change fails the task with table, change and source event;
+  nothing is altered.
+- ``ignore``: logged and counted; normalize already left the new columns out.
+
+Every ALTER is checked for being a no-op first, so a retry after a crash part
+way through applies only what is left. Identifiers are always quoted.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any
+
+from cdclake.batch import read_manifest, write_report
+from cdclake.coltypes import quote_ident
+from cdclake.schema_changes import (
+    ADD_COLUMN,
+    CREATE_TABLE,
+    DROP_COLUMN,
+    MODIFY_COLUMN,
+    RENAME_COLUMN,
+    SchemaChange,
+)
+from cdclake.schema_evolution import (
+    HISTORY_PROPERTY,
+    IncompatibleChange,
+    check,
+    evolve_columns,
+    history_entry,
+    is_noop,
+    parse_history,
+)
+
+
+class SchemaPolicyError(RuntimeError):
+    """The ``fail`` policy met a schema change."""
+
+
+def _sql_string(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _columns(spark, name: str) -> dict[str, str]:
+    from cdclake.coltypes import type_from_engine
+
+    return {
+        f.name: type_from_engine(f.dataType.simpleString())
+        for f in spark.table(name).schema.fields
+        if not f.name.startswith("_cdc_")
+    }
+
+
+def _props(spark, name: str) -> dict[str, str]:
+    return {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {name}").collect()}
+
+
+def schema_id(spark, name: str) -> int | None:
+    """The Iceberg schema id of the table's current metadata."""
+    rows = spark.sql(
+        f"SELECT latest_schema_id FROM {name}.metadata_log_entries ORDER BY timestamp DESC LIMIT 1"
+    ).collect()
+    return rows[0]["latest_schema_id"] if rows else None
+
+
+def _alter(spark, name: str, change: SchemaChange, columns: dict[str, str]) -> None:
+    col = quote_ident(change.column) if change.column else None
+    if change.kind == ADD_COLUMN:
+        spark.sql(f"ALTER TABLE {name} ADD COLUMNS ({col} {change.type or 'string'})")
+    elif change.kind == CREATE_TABLE:
+        for column, col_type in change.columns:
+            if column not in columns:
+                spark.sql(f"ALTER TABLE {name} ADD COLUMNS ({quote_ident(column)} {col_type or 'string'})")
+                columns[column] = col_type or "string"
+    elif change.kind == DROP_COLUMN:
+        spark.sql(f"ALTER TABLE {name} DROP COLUMN {col}")
+    elif change.kind == RENAME_COLUMN:
+        spark.sql(f"ALTER TABLE {name} RENAME COLUMN {col} TO {quote_ident(change.new_name or '')}")
+    elif change.kind == MODIFY_COLUMN:
+        spark.sql(f"ALTER TABLE {name} ALTER COLUMN {col} TYPE {change.type}")
+
+
+def plan(changes: list[SchemaChange], columns: dict[str, str], keys: list[str]) -> tuple[list[SchemaChange], list[str]]:
+    """(changes to apply, reasons they cannot be) checked in order against the evolving columns."""
+    todo, problems = [], []
+    cols = dict(columns)
+    for change in changes:
+        if is_noop(change, cols):
+            continue
+        reason = check(change, cols, keys)
+        if reason:
+            problems.append(reason)
+            continue
+        todo.append(change)
+        cols = dict(evolve_columns(list(cols.items()), [change]))
+    return todo, problems
+
+
+def _create_from_change(spark, table: str, doc: dict[str, Any], changes: list[SchemaChange], manifest, buckets: int):
+    """A new table announced by CREATE TABLE / a schema message before any row: create it if its key is known."""
+    from cdclake.jobs.compact import ensure_tables
+    from cdclake.naming import iceberg_identifier
+
+    created = [c for c in changes if c.kind == CREATE_TABLE]
+    columns = evolve_columns([], changes)
+    keys = manifest.keys.get(table) or manifest.keys.get("*") or (list(created[-1].keys) if created else [])
+    if not columns or not keys:
+        return False
+    ns, short = iceberg_identifier(table, manifest.namespace)
+    layout = {
+        "identifier": f"{ns}.{short}",
+        "spark_name": doc["spark_name"],
+        "keys": keys,
+        "columns": columns,
+        "scd2": table in manifest.scd2 or "*" in manifest.scd2,
+    }
+    ensure_tables(spark, table, layout, buckets)
+    return True
+
+
+def apply_table(
+    spark, table: str, doc: dict[str, Any], layouts: dict[str, Any], manifest, buckets: int
+) -> dict[str, Any]:
+    from cdclake.jobs.compact import HISTORY_SUFFIX, ensure_tables
+
+    name = doc["spark_name"]
+    policy = doc.get("policy") or manifest.policy_for(table)
+    changes = [SchemaChange.from_dict(c) for c in doc["changes"]]
+    if policy == "ignore":
+        for change in changes:
+            print(f"schema change ignored (policy ignore): {change.describe()}")
+        return {"policy": policy, "ignored": len(changes), "applied": []}
+    if not spark.catalog.tableExists(name):
+        layout = layouts.get(table)
+        if layout and not layout.get("error"):
+            ensure_tables(spark, table, layout, buckets)
+        elif not _create_from_change(spark, table, doc, changes, manifest, buckets):
+            return {"policy": policy, "status": "deferred", "applied": [], "pending": len(changes)}
+    props = _props(spark, name)
+    keys = [k for k in props.get("cdclake.keys", "").split(",") if k]
+    history = parse_history(props.get(HISTORY_PROPERTY))
+    done = {h.get("id") for h in history}
+    pending = [c for c in changes if c.change_id not in done]
+    columns = _columns(spark, name)
+    todo, problems = plan(pending, columns, keys)
+    if policy == "fail" and (todo or problems):
+        first = (todo or pending)[0]
+        raise SchemaPolicyError(
+            f"schema policy 'fail' for {table}: {first.describe()}; source event: {first.source_event!r}. "
+            f"The table {name} was left untouched; set schema_policy to evolve (or ignore) for this table "
+            f"in the sources configuration and re-run"
+        )
+    if problems:
+        raise IncompatibleChange(f"{table}: " + "; ".join(problems) + f" (table {name} was left untouched)")
+    targets = [name] + ([name + HISTORY_SUFFIX] if spark.catalog.tableExists(name + HISTORY_SUFFIX) else [])
+    now = dt.datetime.now(dt.UTC).isoformat()
+    entries = []
+    for change in pending:
+        for target in targets:
+            target_cols = _columns(spark, target)
+            if not is_noop(change, target_cols):
+                _alter(spark, target, change, target_cols)
+        entries.append(history_entry(change, manifest.batch_id, None, now))
+    sid = schema_id(spark, name)
+    for entry in entries:
+        entry["schema_id"] = sid
+    if entries:
+        spark.sql(
+            f"ALTER TABLE {name} SET TBLPROPERTIES "
+            f"({_sql_string(HISTORY_PROPERTY)}={_sql_string(json.dumps(history + entries))})"
+        )
+    return {
+        "policy": policy,
+        "applied": [
+            {"change": c.describe(), "kind": c.kind, "source_event": c.source_event[:200]} for c in pending if c in todo
+        ],
+        "recorded": len(entries),
+        "schema_version": schema_id(spark, name),
+    }
+
+
+def run(spark, batch_dir: str | Path, buckets: int = 16, tables: list[str] | None = None) -> dict[str, Any]:
+    """Apply every table's schema changes (fails on the first table the policy refuses)."""
+    batch_dir = Path(batch_dir)
+    manifest = read_manifest(batch_dir)
+    path = batch_dir / "schema_changes.json"
+    docs = json.loads(path.read_text()) if path.exists() else {}
+    layouts_path = batch_dir / "tables.json"
+    layouts = json.loads(layouts_path.read_text()) if layouts_path.exists() else {}
+    report: dict[str, Any] = {}
+    for table, doc in sorted(docs.items()):
+        if tables and table not in tables:
+            continue
+        report[table] = apply_table(spark, table, doc, layouts, manifest, buckets)
+    write_report(batch_dir, "ddl", report)
+    return report
+
+
+def has_changes(batch_dir: str | Path) -> bool:
+    path = Path(batch_dir) / "schema_changes.json"
+    return path.exists() and bool(json.loads(path.read_text()))

@@ -1,0 +1,147 @@
+"""Decoded ``SCHEMA`` / ``DDL`` events -> structured schema changes (pure).
+
+The normalize job collects a batch's schema events per table (they are few)
+and calls :func:`changes_from_events`. DDL text is parsed with a real SQL
+parser (:mod:`cdclake.ddl_text`); a full column list (Qlik metadata message,
+GoldenGate schema) is compared with the columns known so far; columns first
+seen in self-describing records only ever add. A ``TRUNCATE TABLE`` statement
+becomes a TRUNCATE event with the statement's ``seq`` for the truncate step.
+A statement that cannot be parsed is quarantined with the parser's reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from cdclake.coltypes import canonical_type
+from cdclake.ddl_text import DdlError, parse_ddl, schema_changes_from_columns
+from cdclake.schema_changes import ADD_COLUMN, TRUNCATE, SchemaChange
+from cdclake.schema_evolution import evolve_columns
+
+
+@dataclass
+class SchemaEventResult:
+    changes: dict[str, list[SchemaChange]] = field(default_factory=dict)
+    truncates: list[dict[str, Any]] = field(default_factory=list)  # TRUNCATE events for the changelog
+    rejects: list[dict[str, Any]] = field(default_factory=list)  # {error, source_file, source_offset}
+    ignored: int = 0  # re-announced or older schema versions: nothing to do
+
+
+def _type(value: Any) -> str | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return canonical_type(value)
+    except ValueError:
+        return None
+
+
+def _source_table(named: str, event_table: str | None) -> str:
+    """The statement's table as the source table name of the event (same last part -> the event's name)."""
+    if event_table and named.split(".")[-1].strip('"`').lower() == event_table.split(".")[-1].lower():
+        return event_table
+    return named
+
+
+def _order(event: dict[str, Any]) -> tuple[str, str, int]:
+    return (event.get("seq") or "", event.get("source_file") or "", event.get("source_offset") or 0)
+
+
+def changes_from_events(
+    events: list[dict[str, Any]],
+    existing: dict[str, list[tuple[str, str]] | None],
+    versions: dict[str, int] | None = None,
+    dialect: str | None = None,
+) -> SchemaEventResult:
+    """Structured changes per source table, in event order.
+
+    ``events``: dicts with table, op (SCHEMA or DDL), seq, event_ts, keys, ddl
+    (decoded JSON), meta, source_file, source_offset. ``existing``: the lake
+    columns of each table (None: no lake table yet). ``versions``: the highest
+    schema version already applied per table (older announcements are ignored).
+    """
+    result = SchemaEventResult()
+    known: dict[str, list[tuple[str, str]] | None] = dict(existing)
+    seen_version = dict(versions or {})
+    for event in sorted(events, key=_order):
+        where = {
+            "seq": event.get("seq"),
+            "source_file": event.get("source_file"),
+            "source_offset": event.get("source_offset"),
+        }
+        ddl = event.get("ddl") or {}
+        if event["op"] == "DDL":
+            text = ddl.get("text") if isinstance(ddl, dict) else ddl
+            if not isinstance(text, str) or not text.strip():
+                result.rejects.append({"error": "DDL event carries no statement text", **_lineage(where)})
+                continue
+            try:
+                parsed = parse_ddl(text, dialect=dialect, default_table=event.get("table"), **where)
+            except DdlError as exc:
+                result.rejects.append({"error": f"DDL statement not understood: {exc}", **_lineage(where)})
+                continue
+            for change in parsed:
+                table = _source_table(change.table, event.get("table"))
+                if change.kind == TRUNCATE:
+                    result.truncates.append(
+                        {"table": table, "op": "TRUNCATE", "event_ts": event.get("event_ts"), **where}
+                    )
+                    continue
+                change = _with_table(change, table)
+                result.changes.setdefault(table, []).append(change)
+                known[table] = evolve_columns(known.get(table) or [], [change])
+            continue
+        # SCHEMA: a full column list, or columns first seen in records
+        table = event["table"]
+        meta = event.get("meta") or {}
+        columns = [(c.get("name"), _type(c.get("type"))) for c in ddl.get("columns") or [] if isinstance(c, dict)]
+        columns = [(n, t) for n, t in columns if isinstance(n, str) and n]
+        version = ddl.get("version")
+        if isinstance(version, int):
+            if version < seen_version.get(table, -1):
+                result.ignored += 1
+                continue
+            seen_version[table] = version
+        previous = known.get(table)
+        source_event = f"{event['op']} event: columns {', '.join(n for n, _ in columns)[:200]}"
+        if version is not None:
+            source_event += f" (schema version {version})"
+        if meta.get("column_source") == "record":
+            added = [n for n in ddl.get("added") or [] if isinstance(n, str)]
+            if previous is None:
+                added = [n for n, _ in columns]
+            types = dict(columns)
+            have = {n for n, _ in previous or []}
+            changes = [
+                SchemaChange(table, ADD_COLUMN, column=n, type=types.get(n), source_event=source_event, **where)
+                for n in added
+                if n not in have
+            ]
+        else:
+            changes = schema_changes_from_columns(
+                table,
+                previous,
+                columns,
+                keys=tuple(ddl.get("keys") or event.get("keys") or ()),
+                source_event=source_event,
+                **where,
+            )
+        if changes:
+            result.changes.setdefault(table, []).extend(changes)
+            known[table] = evolve_columns(previous or [], changes)
+        else:
+            result.ignored += 1
+    return result
+
+
+def _with_table(change: SchemaChange, table: str) -> SchemaChange:
+    if change.table == table:
+        return change
+    data = change.to_dict()
+    data["table"] = table
+    return SchemaChange.from_dict(data)
+
+
+def _lineage(where: dict[str, Any]) -> dict[str, Any]:
+    return {"source_file": where["source_file"], "source_offset": where["source_offset"]}
