@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import gzip
 import io
+import os
 import zlib
 from pathlib import Path
+from typing import IO
+
+from cdclake.limits import MAX_FILE_BYTES
 
 GZIP_MAGIC = b"\x1f\x8b"
-
-#: Largest decompressed landing file read into memory at once (bytes).
-MAX_FILE_BYTES = 4 * 1024**3
+#: Read (and decompress) in pieces of this size.
+_CHUNK = 16 * 1024**2
 
 
 class LandingFileError(ValueError):
@@ -22,9 +25,19 @@ class LandingFileError(ValueError):
 
 
 def read_landing_bytes(path: str | Path, max_bytes: int = MAX_FILE_BYTES) -> bytes:
-    """The decompressed content of a landing file."""
+    """The decompressed content of a landing file.
+
+    Buffers are sized by what the file holds, never by the limit: ``read(max_bytes + 1)`` makes
+    CPython reserve a buffer of the limit (4 GiB) for every file, which fails under a
+    virtual-memory cap (``ulimit -v``, YARN's vmem check) even for a file of one byte.
+    """
     with open(path, "rb") as handle:
-        data = handle.read(max_bytes + 1)
+        size = os.fstat(handle.fileno()).st_size
+        if size > max_bytes:
+            raise LandingFileError(f"{path}: file is larger than the limit of {max_bytes} bytes")
+        data = handle.read(size + 1) if size else _read_capped(handle, max_bytes)
+        if size and len(data) > size:  # the file grew while being read: read what it now holds, capped
+            data += _read_capped(handle, max_bytes - len(data))
     if len(data) > max_bytes:
         raise LandingFileError(f"{path}: file is larger than the limit of {max_bytes} bytes")
     return maybe_gunzip(data, str(path), max_bytes)
@@ -36,9 +49,20 @@ def maybe_gunzip(data: bytes, name: str, max_bytes: int = MAX_FILE_BYTES) -> byt
         return data
     try:
         with gzip.GzipFile(fileobj=io.BytesIO(data)) as handle:
-            out = handle.read(max_bytes + 1)
+            out = _read_capped(handle, max_bytes)
     except (OSError, EOFError, zlib.error) as exc:
         raise LandingFileError(f"{name}: gzip data is corrupt or truncated ({exc})") from exc
     if len(out) > max_bytes:
         raise LandingFileError(f"{name}: decompressed size exceeds the limit of {max_bytes} bytes")
     return out
+
+
+def _read_capped(handle: IO[bytes], max_bytes: int) -> bytes:
+    """Up to ``max_bytes + 1`` bytes of ``handle`` in chunks (so a buffer never exceeds the data)."""
+    out = io.BytesIO()  # getvalue() hands over its buffer: no second copy of the content
+    while out.tell() <= max_bytes:
+        chunk = handle.read(min(_CHUNK, max_bytes + 1 - out.tell()))
+        if not chunk:
+            break
+        out.write(chunk)
+    return out.getvalue()

@@ -26,13 +26,10 @@ from decimal import Decimal
 from typing import Any
 
 from cdclake.events import ChangeEvent, Rejected, Source
+from cdclake.formats._json import JsonScanner, duplicate_reason, truncation_hint
+from cdclake.limits import MAX_JSON_DEPTH as MAX_DEPTH
+from cdclake.limits import MAX_RAW_BYTES, MAX_RECORD_BYTES
 
-#: Records larger than this are rejected (bytes).
-MAX_RECORD_BYTES = 64 * 1024**2
-#: Records nesting JSON deeper than this are rejected.
-MAX_DEPTH = 512
-#: Rejected records keep at most this many of their bytes.
-MAX_RAW_BYTES = 1024**2
 #: ``seq`` width for DataHub sequence ids (19 digits are usual).
 SEQ_WIDTH = 32
 #: ``seq`` of full-load rows (sequence id ``-1``): sorts before every padded sequence id.
@@ -91,7 +88,7 @@ def scan_json(data: bytes, file: str) -> Iterator[JsonRecord | Rejected]:
     text = data[base:].decode("utf-8", "surrogateescape")
     has_escapes = _ESCAPED.search(text) is not None
     offsets = _ByteOffsets(text, base, identity=not has_escapes and data.isascii())
-    scanner = json.JSONDecoder(parse_float=Decimal, parse_constant=Decimal)
+    scanner = JsonScanner()
     pos, end_of_text = 0, len(text)
     while True:
         pos = _BLANKS.match(text, pos).end()  # type: ignore[union-attr]  # always matches
@@ -107,6 +104,7 @@ def scan_json(data: bytes, file: str) -> Iterator[JsonRecord | Rejected]:
                 reason = f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
                 if text[start] != "{":
                     reason += f" (a record is a JSON object starting with '{{', this one starts with {text[start]!r})"
+                reason += truncation_hint(exc, text)
             pos = _resync(text, start)
             yield _skipped(reason, file, data, offsets, text, start, pos)
             continue
@@ -130,6 +128,8 @@ def scan_json(data: bytes, file: str) -> Iterator[JsonRecord | Rejected]:
             yield record.reject(_encoding_error(text, escaped.start()))
         elif pos - start > 2 * MAX_DEPTH and too_deep(value):
             yield record.reject(f"record nests JSON deeper than {MAX_DEPTH} levels")
+        elif scanner.duplicate is not None:
+            yield record.reject(duplicate_reason(scanner.duplicate))
         else:
             yield record
 

@@ -45,31 +45,25 @@ import fastavro
 import fastavro.schema
 
 from cdclake.events import ChangeEvent, Rejected, Source, format_ts
+from cdclake.formats._json import loads_unique
 from cdclake.formats.goldengate_json import _parse_ts as parse_op_ts
 from cdclake.formats.goldengate_json import python_codec
+from cdclake.limits import MAX_AVRO_TYPE_DEPTH as MAX_TYPE_DEPTH
+from cdclake.limits import (
+    MAX_BLOCK_BYTES,
+    MAX_DECIMAL_PRECISION,
+    MAX_FILE_BYTES,
+    MAX_RAW_BYTES,
+    MAX_RECORD_BYTES,
+    MAX_RESYNC_TRIES,
+    MAX_SCHEMA_BYTES,
+    MAX_SCHEMA_FILES,
+    MAX_SCHEMA_JSON_DEPTH,
+)
+from cdclake.limits import MAX_OCF_HEADER_ENTRIES as MAX_HEADER_ENTRIES
 from cdclake.options import OptionError, Options
 from cdclake.registry import Decoder
 
-#: Messages (raw, wrapper, payload) larger than this are rejected (bytes).
-MAX_RECORD_BYTES = 64 * 1024**2
-#: An OCF block that decompresses to more than this is rejected, never inflated further (bytes).
-MAX_BLOCK_BYTES = 64 * 1024**2
-#: Rejected records keep at most this many of their bytes.
-MAX_RAW_BYTES = 1024**2
-#: Schema files and OCF header schemas larger than this are not read (bytes).
-MAX_SCHEMA_BYTES = 16 * 1024**2
-#: Avro types nested deeper than this (named types expanded) are refused.
-MAX_TYPE_DEPTH = 128
-#: JSON nesting allowed in a schema text (three JSON levels per Avro level, plus slack).
-MAX_SCHEMA_JSON_DEPTH = 3 * MAX_TYPE_DEPTH + 8
-#: Entries allowed in an OCF header's metadata map.
-MAX_HEADER_ENTRIES = 1024
-#: ``.avsc`` files read from one schema directory.
-MAX_SCHEMA_FILES = 10_000
-#: Candidate positions tried after a bad raw message before the rest of the file is rejected.
-MAX_RESYNC_TRIES = 1000
-#: Largest decimal precision accepted in a schema.
-MAX_DECIMAL_PRECISION = 1000
 #: ``seq`` width: ``pos`` digits are left-padded with zeros to this many characters.
 SEQ_WIDTH = 32
 
@@ -239,7 +233,7 @@ def load_schema(text: str, origin: str, table: str | None = None, version: str |
     if len(text) > MAX_SCHEMA_BYTES:
         raise SchemaError(f"schema {origin} is larger than {MAX_SCHEMA_BYTES} characters")
     try:
-        document = json.loads(text)
+        document = loads_unique(text)
     except RecursionError:
         raise SchemaError(f"schema {origin} nests JSON deeper than {MAX_SCHEMA_JSON_DEPTH} levels") from None
     except ValueError as exc:
@@ -965,7 +959,7 @@ class GoldenGateAvroDecoder(Decoder):
             return
         assert isinstance(schema, AvroSchema)
         buffer = io.BytesIO()
-        block = 0
+        block = inflated = 0
         while pos < end:
             start = pos
             try:
@@ -993,7 +987,12 @@ class GoldenGateAvroDecoder(Decoder):
                 continue
             pos = body + size + SYNC_SIZE
             try:
+                if codec == "null" and size > MAX_BLOCK_BYTES:  # bounded like an inflated block (and its records)
+                    raise _Malformed(f"is {size} bytes, larger than the limit of {MAX_BLOCK_BYTES} for a block")
+                if inflated > MAX_FILE_BYTES:  # what one landing file may decode to, as for gzip
+                    raise _Malformed(f"comes after blocks that inflate to more than {MAX_FILE_BYTES} bytes in all")
                 content = _decompress(codec, data[body : body + size], MAX_BLOCK_BYTES)
+                inflated += len(content)
                 if count > len(content):
                     raise _Malformed(f"declares {count} records in {len(content)} bytes")
             except _Malformed as exc:
@@ -1017,12 +1016,18 @@ class GoldenGateAvroDecoder(Decoder):
         buffer: io.BytesIO,
     ) -> Iterator[Unit | Rejected]:
         """The records of one block. Uncompressed blocks give each record its own offset and bytes;
-        records of compressed blocks share the block's offset (``meta.avro.record`` tells them apart)."""
+        records of compressed blocks share the block's offset (``meta.avro.record`` tells them apart)
+        and keep their own decompressed bytes: a copy of the whole block for each would let a small
+        block of many bad records quarantine gigabytes."""
         number, start, body, block_end = block
         exact = codec == "null"
         buffer.seek(0)
         buffer.truncate()
         buffer.write(content)
+
+        def rest(offset: int, at: int) -> bytes:
+            return _slice(data, offset, block_end - SYNC_SIZE)() if exact else _slice(content, at, len(content))()
+
         at = 0
         for index in range(count):
             offset = body + at if exact else start
@@ -1033,16 +1038,20 @@ class GoldenGateAvroDecoder(Decoder):
                     f"record {index + 1} of {count} in block {number} at offset {start} cannot be read: "
                     f"{_describe(exc)}; skipped the rest of the block ({count - index} records)"
                 )
-                yield Rejected(reason, Source(file, offset), _slice(data, offset, block_end - SYNC_SIZE)())
+                yield Rejected(reason, Source(file, offset), rest(offset, at))
                 return
-            raw = _slice(data, offset, body + after if exact else block_end)
+            if after == at:  # the schema refuses this; kept so that a count can never loop without reading
+                reason = f"record {index + 1} of {count} in block {number} at offset {start} takes no bytes"
+                yield Rejected(reason, Source(file, offset), b"")
+                return
+            raw = _slice(data, offset, body + after) if exact else _slice(content, at, after)
             avro = {"container": "ocf", "schema": "OCF header", "codec": codec, "block": number, "record": index}
             yield Unit(record, schema, Source(file, offset), raw, avro, schema.root.name)
             at = after
         if at < len(content):
             offset = body + at if exact else start
             reason = f"block {number} at offset {start} has {len(content) - at} bytes after its {count} records"
-            yield Rejected(reason, Source(file, offset), _slice(data, offset, block_end - SYNC_SIZE)())
+            yield Rejected(reason, Source(file, offset), rest(offset, at))
 
     def _ocf_schema(self, schema_bytes: bytes | None) -> AvroSchema | str:
         if schema_bytes is None:
@@ -1055,6 +1064,11 @@ class GoldenGateAvroDecoder(Decoder):
         if known is None:
             try:
                 known = load_schema(text, "of the OCF header")
+                if known.root.min_size == 0:
+                    raise SchemaError(
+                        "schema of the OCF header: its records take no bytes, so a block's record count cannot be "
+                        "checked against its size; such schemas are not supported"
+                    )
             except SchemaError as exc:
                 known = str(exc)
             if len(self._ocf_schemas) >= 64:

@@ -23,16 +23,9 @@ from typing import Any
 
 from cdclake.coltypes import BOOLEAN, DOUBLE, LONG, STRING, canonical_type
 from cdclake.events import ChangeEvent, Source
+from cdclake.limits import MAX_RAW_BYTES, MAX_SCHEMA_BYTES
 from cdclake.options import OptionError, Options
 
-#: Records (lines, documents) larger than this are rejected (bytes).
-MAX_RECORD_BYTES = 64 * 1024**2
-#: Rejected records keep at most this many of their bytes.
-MAX_RAW_BYTES = 1024**2
-#: Element nesting deeper than this is rejected.
-MAX_DEPTH = 512
-#: Schema files larger than this are not read.
-MAX_SCHEMA_BYTES = 16 * 1024**2
 #: ``seq`` width: ``pos`` digits are left-padded with zeros to this many characters.
 SEQ_WIDTH = 32
 

@@ -43,6 +43,7 @@ from typing import Any
 
 from cdclake.coltypes import canonical_type
 from cdclake.events import format_ts
+from cdclake.limits import MAX_CONNECT_SCHEMA_DEPTH, MAX_DECIMAL_BYTES, MAX_DECIMAL_CHARS
 
 #: Kafka Connect's logical type names.
 CONNECT_DECIMAL = "org.apache.kafka.connect.data.Decimal"
@@ -50,11 +51,6 @@ CONNECT_DATE = "org.apache.kafka.connect.data.Date"
 CONNECT_TIME = "org.apache.kafka.connect.data.Time"
 CONNECT_TIMESTAMP = "org.apache.kafka.connect.data.Timestamp"
 VARIABLE_SCALE_DECIMAL = "io.debezium.data.VariableScaleDecimal"
-
-#: Decimals whose unscaled value takes more bytes than this are refused (about 2,466 digits).
-MAX_DECIMAL_BYTES = 1024
-#: Decimal strings longer than this are refused (Python's int/str conversion limit is 4,300 digits).
-MAX_DECIMAL_CHARS = 4000
 
 _INT_TYPES = frozenset({"int8", "int16", "int32", "int64"})
 _FLOAT_TYPES = frozenset({"float", "double", "float32", "float64"})  # JsonConverter writes float/double
@@ -245,8 +241,8 @@ def _json_kind(value: Any) -> str:
 def _convert(value: Any, schema: dict[str, Any], column: str, depth: int) -> Any:
     if value is None:
         return None
-    if depth > 64:
-        raise ConnectValueError(f"column {column}: the schema nests deeper than 64 levels")
+    if depth > MAX_CONNECT_SCHEMA_DEPTH:
+        raise ConnectValueError(f"column {column}: the schema nests deeper than {MAX_CONNECT_SCHEMA_DEPTH} levels")
     kind, name = schema.get("type"), schema.get("name")
 
     def wrong(expected: str) -> ConnectValueError:

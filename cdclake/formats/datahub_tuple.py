@@ -12,7 +12,7 @@ Why it is written this way:
   CSV with a header (every value a string: the types are not in the file, so values stay
   strings; the ``nullValue`` option names the text that means NULL, by default none, as CSV
   cannot tell NULL from the empty string). The framing is detected: the first line that
-  starts with ``{`` means JSON, the first line naming ``_operation_type_`` is a CSV header.
+  starts with ``{`` means JSON, the first line with a CSV field ``_operation_type_`` is the header.
   Lines before it are junk (rejected, one record). CSV is read with the ``csv`` module, line
   by line, so every record keeps the byte offset of its first line; a malformed CSV line is
   rejected and reading resumes at the next line.
@@ -170,6 +170,8 @@ class DataHubTupleDecoder(Decoder):
             if escaped is not None:
                 reason = f"bytes that are not valid UTF-8 at line {escaped[0] + 1} (first bad byte 0x{escaped[1]:02x})"
                 yield Rejected(reason, source, raw)
+                if header is None and error is None:
+                    error = reason  # the header itself: the next line must not be taken for it
                 continue
             if header is None and error is None:
                 header, error = _check_header(fields)
@@ -184,6 +186,9 @@ class DataHubTupleDecoder(Decoder):
             assert header is not None
             if len(fields) != len(header):
                 reason = f"CSV record at line {start + 1} has {len(fields)} fields but the header has {len(header)}"
+                cut = position >= len(lines) and not lines.line(position - 1).endswith(b"\n")
+                if len(fields) < len(header) and cut:
+                    reason += "; it is the last line and has no line break: the file looks truncated"
                 yield Rejected(reason, source, raw)
                 continue
             yield dict(zip(header, fields, strict=True)), source, raw, True
@@ -286,6 +291,19 @@ def _check_header(fields: list[str]) -> tuple[list[str] | None, str | None]:
     return header, None
 
 
+def _names_operation(line: str) -> bool:
+    """Whether a line is a CSV header: one of its fields is ``_operation_type_``.
+
+    Containing the name is not enough: a JSON line with junk before its ``{`` (a stray byte
+    order mark) names it too, as a member, and must not turn a JSON-lines file into CSV.
+    """
+    try:
+        fields = next(csv.reader([line]))
+    except (csv.Error, StopIteration):
+        return False
+    return any(f.strip().lstrip("\ufeff") == OPERATION for f in fields)
+
+
 class _TooLarge(Exception):
     """A CSV record grew beyond :data:`MAX_RECORD_BYTES`."""
 
@@ -322,7 +340,7 @@ class _Lines:
             line = self.line(index)
             if line.lstrip().startswith(b"{"):
                 return index, "json"
-            if OPERATION.encode() in line:
+            if OPERATION.encode() in line and _names_operation(self.text(index)):
                 return index, "csv"
         return None
 

@@ -37,11 +37,11 @@ import datetime as dt
 import json
 import re
 from collections.abc import Iterator
-from decimal import Decimal
 from typing import Any
 
 from cdclake.events import ChangeEvent, Rejected, Source
 from cdclake.formats import _kafka_connect as kc
+from cdclake.formats._json import JsonScanner, duplicate_reason, truncation_hint
 from cdclake.formats.goldengate_json import (
     _ESCAPE_ERRORS,
     _ESCAPED,
@@ -51,15 +51,11 @@ from cdclake.formats.goldengate_json import (
     _RawSlice,
     _too_deep,
 )
+from cdclake.limits import MAX_JSON_DEPTH as MAX_DEPTH
+from cdclake.limits import MAX_RAW_BYTES, MAX_RECORD_BYTES
 from cdclake.options import OptionError, Options
 from cdclake.registry import Decoder, register
 
-#: Records larger than this are rejected (bytes).
-MAX_RECORD_BYTES = 64 * 1024**2
-#: Records nesting JSON deeper than this are rejected.
-MAX_DEPTH = 512
-#: Rejected records keep at most this many of their bytes.
-MAX_RAW_BYTES = 1024**2
 #: ``seq`` width of numeric positions (LSN, SCN, txId, ts_ms): zero-padded to this many digits.
 SEQ_WIDTH = 20
 #: Debezium's default ``unavailable.value.placeholder``.
@@ -118,7 +114,7 @@ class DebeziumJsonDecoder(Decoder):
             base, text = 3, text[1:]
         offsets = _ByteOffsets(text, "utf-8", base, identity=len(text) + base == len(data) and data.isascii())
         has_escapes = _ESCAPED.search(text) is not None
-        scanner = json.JSONDecoder(parse_float=Decimal, parse_constant=Decimal)
+        scanner = JsonScanner()
         pos, end_of_text = 0, len(text)
         while True:
             pos = _SEPARATORS.match(text, pos).end()  # type: ignore[union-attr]
@@ -157,6 +153,8 @@ class DebeziumJsonDecoder(Decoder):
                 yield Rejected(reason, source, raw())
             elif pos - start > 2 * MAX_DEPTH and _too_deep(value):
                 yield Rejected(f"record nests JSON deeper than {MAX_DEPTH} levels", source, raw())
+            elif scanner.duplicate is not None:
+                yield Rejected(duplicate_reason(scanner.duplicate), source, raw())
             else:
                 result = self._record(value, source, raw)
                 if result is not None:
@@ -464,4 +462,4 @@ def _json_error(exc: json.JSONDecodeError, text: str, start: int) -> str:
     reason = f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
     if not text.startswith(("{", "null"), start):
         reason += f" (a record is a JSON object starting with '{{', this one starts with {text[start]!r})"
-    return reason
+    return reason + truncation_hint(exc, text)

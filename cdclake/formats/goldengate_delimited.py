@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from cdclake.events import ChangeEvent, Rejected, Source, format_ts
 from cdclake.formats._gg_common import (
     ESCAPED,
-    MAX_RECORD_BYTES,
     OP_OPTIONS,
     Layout,
     LayoutTracker,
@@ -47,6 +46,7 @@ from cdclake.formats._gg_common import (
     raw_slice,
     typed,
 )
+from cdclake.limits import MAX_RECORD_BYTES
 from cdclake.options import OptionError, Options
 from cdclake.registry import Decoder, register
 

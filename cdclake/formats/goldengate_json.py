@@ -32,17 +32,12 @@ from pathlib import Path
 from typing import Any
 
 from cdclake.events import ChangeEvent, Rejected, Source
+from cdclake.formats._json import JsonScanner, duplicate_reason, truncation_hint
+from cdclake.limits import MAX_JSON_DEPTH as MAX_DEPTH
+from cdclake.limits import MAX_RAW_BYTES, MAX_RECORD_BYTES, MAX_SCHEMA_BYTES
 from cdclake.options import OptionError, Options
 from cdclake.registry import Decoder, register
 
-#: Records larger than this are rejected (bytes).
-MAX_RECORD_BYTES = 64 * 1024**2
-#: Records nesting JSON deeper than this are rejected.
-MAX_DEPTH = 512
-#: Rejected records keep at most this many of their bytes.
-MAX_RAW_BYTES = 1024**2
-#: Schema files (``<table>.schema.json``) larger than this are not read.
-MAX_SCHEMA_BYTES = 16 * 1024**2
 #: ``seq`` width: ``pos`` digits are left-padded with zeros to this many characters.
 SEQ_WIDTH = 32
 
@@ -153,7 +148,7 @@ class GoldenGateJsonDecoder(Decoder):
             text = text[1:]
         offsets = _ByteOffsets(text, codec, base, identity=len(text) + base == len(data) and data.isascii())
         has_escapes = _ESCAPED.search(text) is not None
-        scanner = json.JSONDecoder(parse_float=Decimal, parse_constant=Decimal)  # NaN, Infinity: not floats
+        scanner = JsonScanner()  # exact numbers (NaN, Infinity too), repeated member names noticed
         pos, end_of_text = 0, len(text)
         while True:
             match = self._separators.match(text, pos)
@@ -188,6 +183,8 @@ class GoldenGateJsonDecoder(Decoder):
                 yield Rejected(self._encoding_error(escaped.start(), text), source, raw())
             elif pos - start > 2 * MAX_DEPTH and _too_deep(value):
                 yield Rejected(f"record nests JSON deeper than {MAX_DEPTH} levels", source, raw())
+            elif scanner.duplicate is not None:
+                yield Rejected(duplicate_reason(scanner.duplicate), source, raw())
             else:
                 event = self._event(value, source, raw)
                 if isinstance(event, ChangeEvent):
@@ -232,7 +229,7 @@ class GoldenGateJsonDecoder(Decoder):
         reason = f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
         if not text.startswith("{", start):
             reason += f" (a record must be a JSON object starting with '{{', this one starts with {text[start]!r})"
-        return reason
+        return reason + truncation_hint(exc, text)
 
     def _encoding_error(self, char_pos: int, text: str) -> str:
         byte = ord(text[char_pos]) - 0xDC00

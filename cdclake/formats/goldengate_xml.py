@@ -35,8 +35,6 @@ from cdclake.events import ChangeEvent, Rejected, Source
 from cdclake.formats._gg_common import (
     ESCAPE_ERRORS,
     ESCAPED,
-    MAX_DEPTH,
-    MAX_RECORD_BYTES,
     OP_OPTIONS,
     LayoutTracker,
     OpKeys,
@@ -54,13 +52,16 @@ from cdclake.formats._gg_common import (
     raw_slice,
     typed,
 )
+from cdclake.limits import MAX_RECORD_BYTES
+from cdclake.limits import MAX_XML_DEPTH as MAX_DEPTH
 from cdclake.options import OptionError, Options
 from cdclake.registry import Decoder, register
 
 _XML_DECL = re.compile(r"<\?xml[\s?]")
 _BOUNDARY = re.compile(r"<\?xml[\s?]|<operation[\s/>]")
 _NAME = re.compile(r"[^\s/>!?<\"'=]+")
-_TAG_REST = re.compile(r"""(?:[^"'>]+|"[^"]*"|'[^']*')*+>""")
+_END_TAG_REST = re.compile(r"[^<>]*>")
+_TAG_REST = re.compile(r"""(?:[^"'<>]+|"[^"<]*"|'[^'<]*')*+>""")
 _DECL_REST = re.compile(r"""(?:[^"'\[\]>]+|"[^"]*"|'[^']*'|\[(?:[^"'\]]+|"[^"]*"|'[^']*')*+\])*+>""")
 _ENCODING_DECL = re.compile(r"""<\?xml[^>]*?\sencoding\s*=\s*(["'])([^"']*)\1""")
 _BLANK = re.compile(r"[ \t\r\n]*")
@@ -176,17 +177,17 @@ class GoldenGateXmlDecoder(Decoder):
     def _chunks(self, text: str, position: int) -> Iterator[_Chunk]:
         """Documents and unreadable stretches of ``text`` from ``position`` on (always advancing)."""
         end_of_text = len(text)
+        finder = _Finder(text)
         while True:
             position = _BLANK.match(text, position).end()  # type: ignore[union-attr]
             if position >= end_of_text:
                 return
             if text[position] != "<":
-                found = _BOUNDARY.search(text, position)
-                end = found.start() if found else end_of_text
+                end = finder.boundary(position)
                 yield _Chunk(position, end, "text outside any <operation> document")
                 position = end
                 continue
-            chunk = _scan(text, position)
+            chunk = _scan(text, position, finder)
             if not chunk.empty:
                 yield chunk
             position = chunk.end
@@ -343,7 +344,39 @@ def _tokens(element: ET.Element) -> dict[str, str] | str:
     return tokens
 
 
-def _scan(text: str, start: int) -> _Chunk:
+class _Finder:
+    """``text.find`` of closing tokens and of document boundaries that remembers its last answer.
+
+    A construct left open (``<![CDATA[`` without ``]]>``) makes the search run to the end of the
+    file; without the memory, every later document with the same defect would search again, and a
+    file of such documents would take quadratic time (hours for 64 MiB). An answer stays true for
+    any later start up to the position found, so each stretch of text is searched about once.
+    """
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._last: dict[str, tuple[int, int]] = {}
+
+    def find(self, token: str, start: int) -> int:
+        last = self._last.get(token)
+        if last is not None and last[0] <= start and (last[1] < 0 or start <= last[1]):
+            return last[1]
+        found = self.text.find(token, start)
+        self._last[token] = (start, found)
+        return found
+
+    def boundary(self, start: int) -> int:
+        """Start of the next ``<?xml`` prolog or ``<operation`` tag at or after ``start`` (else the end)."""
+        last = self._last.get("")
+        if last is not None and last[0] <= start <= last[1]:
+            return last[1]
+        found = _BOUNDARY.search(self.text, start)
+        end = found.start() if found else len(self.text)
+        self._last[""] = (start, end)
+        return end
+
+
+def _scan(text: str, start: int, finder: _Finder | None = None) -> _Chunk:
     """Where the document starting at ``start`` ends (it starts with ``<``).
 
     Returns the chunk with a problem when the document cannot be complete: a construct that is
@@ -352,10 +385,10 @@ def _scan(text: str, start: int) -> _Chunk:
     """
     position, depth, max_depth, root_started = start, 0, 0, False
     end_of_text = len(text)
+    finder = finder or _Finder(text)
 
     def unclosed(what: str, at: int) -> _Chunk:
-        found = _BOUNDARY.search(text, at + 1)
-        end = found.start() if found else end_of_text
+        end = finder.boundary(at + 1)
         resume = "the end of the file" if end >= end_of_text else "the next document"
         return _Chunk(start, end, f"{what} {{at}} is not closed; skipped up to {resume}", problem_at=at)
 
@@ -376,12 +409,12 @@ def _scan(text: str, start: int) -> _Chunk:
             problem = "the file ends inside the document: it is truncated (its root element is not closed)"
             return _Chunk(start, end_of_text, problem)
         if text.startswith("<![CDATA[", lt):
-            close = text.find("]]>", lt + 9)
+            close = finder.find("]]>", lt + 9)
             if close < 0:
                 return unclosed("a CDATA section", lt)
             position = close + 3
         elif text.startswith("<!--", lt):
-            close = text.find("-->", lt + 4)
+            close = finder.find("-->", lt + 4)
             if close < 0:
                 return unclosed("a comment", lt)
             position = close + 3
@@ -392,27 +425,30 @@ def _scan(text: str, start: int) -> _Chunk:
                 return _Chunk(
                     start, lt, "the next document's prolog {at} starts before this one is closed", problem_at=lt
                 )
-            close = text.find("?>", lt + 2)
+            close = finder.find("?>", lt + 2)
             if close < 0:
                 return unclosed("a processing instruction", lt)
             position = close + 2
         elif text.startswith("<!", lt):
-            match = _DECL_REST.match(text, lt + 2)
+            match = _DECL_REST.match(text, lt + 2, finder.boundary(lt + 2))
             if match is None:
                 return unclosed("a declaration", lt)
             position = match.end()
         elif text.startswith("</", lt):
-            close = text.find(">", lt + 2)
-            if close < 0:
+            match = _END_TAG_REST.match(text, lt + 2)  # never past a '<': the next tag is not this one's end
+            if match is None:
                 return unclosed("an end tag", lt)
-            position = close + 1
+            position = match.end()
+            if not root_started:  # an end tag before any root element belongs to no document: never dropped
+                return _Chunk(start, finder.boundary(position), "text outside any <operation> document")
             depth -= 1
-            if depth <= 0 and root_started:
+            if depth <= 0:
                 return _Chunk(start, position, too_deep=max_depth > MAX_DEPTH)
         else:
             name = _NAME.match(text, lt + 1)
             if name is None:
                 position = lt + 1  # a stray '<': the parser says what is wrong
+                junk = junk or not root_started  # before a root it is text outside any document, never dropped
                 continue
             if name.group() == "operation" and root_started:
                 return _Chunk(start, lt, "the next <operation> {at} starts before this one is closed", problem_at=lt)

@@ -48,25 +48,17 @@ import fastavro.schema
 
 from cdclake.coltypes import canonical_type
 from cdclake.events import ChangeEvent, Rejected, Source, format_ts, to_json
+from cdclake.formats._json import loads_unique
 from cdclake.formats._kafka_connect import parse_timestamp
+from cdclake.limits import MAX_BLOCK_BYTES, MAX_FILE_BYTES, MAX_RAW_BYTES, MAX_RECORD_BYTES, MAX_SCHEMA_BYTES
+from cdclake.limits import MAX_QLIK_MAP_ENTRIES as MAX_MAP_ENTRIES
+from cdclake.limits import MAX_QLIK_TYPE_DEPTH as MAX_TYPE_DEPTH
 from cdclake.options import Options
 from cdclake.registry import Decoder, register
 
 MAGIC = b"atMSG"
 OCF_MAGIC = b"Obj\x01"
 SYNC_SIZE = 16
-#: Messages (and envelopes) larger than this are rejected (bytes).
-MAX_RECORD_BYTES = 64 * 1024**2
-#: An OCF block that decompresses to more than this is rejected (bytes).
-MAX_BLOCK_BYTES = 64 * 1024**2
-#: Rejected records keep at most this many of their bytes.
-MAX_RAW_BYTES = 1024**2
-#: Schema texts longer than this are refused (bytes).
-MAX_SCHEMA_BYTES = 16 * 1024**2
-#: Avro types nested deeper than this are refused.
-MAX_TYPE_DEPTH = 64
-#: Entries allowed in an envelope's ``headers`` map or an OCF header.
-MAX_MAP_ENTRIES = 4096
 #: Parsed schemas kept (by text) for reuse.
 MAX_CACHED_SCHEMAS = 512
 #: ``changeSequence`` width; shorter digit strings are left-padded with zeros.
@@ -250,12 +242,13 @@ def load_schema(text: str, origin: str) -> AvroSchema:
     if len(text) > MAX_SCHEMA_BYTES:
         raise SchemaError(f"{origin} is longer than {MAX_SCHEMA_BYTES} characters")
     try:
-        document = json.loads(text)
+        document = loads_unique(text)
     except RecursionError:
         raise SchemaError(f"{origin} nests JSON too deeply") from None
     except ValueError as exc:
         raise SchemaError(f"{origin} is not JSON ({exc})") from None
-    _SchemaCheck(origin).walk(document, "", 1)
+    if _SchemaCheck(origin).walk(document, "", 1) == 0:
+        raise SchemaError(f"{origin}: its values take no bytes (a count of them could not be checked); not supported")
     try:
         parsed = fastavro.parse_schema(document)
         canonical = fastavro.schema.to_parsing_canonical_form(parsed)
@@ -973,8 +966,9 @@ def _ocf_records(
     data: bytes, file: str, sync: bytes, pos: int, codec: str, schema: AvroSchema
 ) -> Iterator[tuple[Any, Source, Callable[[], bytes]] | Rejected]:
     """Records of the blocks from ``pos`` on. Uncompressed blocks give each record its own offset;
-    records of compressed blocks share their block's offset."""
-    end, block = len(data), 0
+    records of compressed blocks share their block's offset and keep their own decompressed bytes
+    (a copy of the whole block for each would let a small block of bad records quarantine gigabytes)."""
+    end, block, inflated = len(data), 0, 0
     buffer = io.BytesIO()
     while pos < end:
         start = pos
@@ -997,7 +991,12 @@ def _ocf_records(
             continue
         pos = body + size + SYNC_SIZE
         try:
+            if codec == "null" and size > MAX_BLOCK_BYTES:  # bounded like an inflated block (and its records)
+                raise _Malformed(f"is {size} bytes, larger than the limit of {MAX_BLOCK_BYTES} for a block")
+            if inflated > MAX_FILE_BYTES:  # what one landing file may decode to, as for gzip
+                raise _Malformed(f"comes after blocks that inflate to more than {MAX_FILE_BYTES} bytes in all")
             content = _decompress(codec, data[body : body + size])
+            inflated += len(content)
             if count > len(content):
                 raise _Malformed(f"declares {count} records in {len(content)} bytes")
         except _Malformed as exc:
@@ -1021,13 +1020,33 @@ def _ocf_records(
                     f"{_describe(exc)}; skipped the rest of the block"
                 )
                 yield Rejected(
-                    reason, Source(file, offset), data[offset : min(pos - SYNC_SIZE, offset + MAX_RAW_BYTES)]
+                    reason, Source(file, offset), _remainder(data, content, exact, offset, at, pos - SYNC_SIZE)
                 )
                 break
             after = buffer.tell()
-            yield record, Source(file, offset), _slice(data, offset, body + after if exact else pos - SYNC_SIZE)
+            if after == at:  # refused by load_schema; kept so that a count can never loop without reading
+                reason = f"record {index + 1} of {count} in OCF block {block} at offset {start} takes no bytes"
+                yield Rejected(reason, Source(file, offset), b"")
+                break
+            yield (
+                record,
+                Source(file, offset),
+                _slice(data, offset, body + after) if exact else _slice(content, at, after),
+            )
             at = after
+        else:
+            if at < len(content):  # a count smaller than the records written must not drop them unseen
+                offset = body + at if exact else start
+                reason = f"OCF block {block} at offset {start} has {len(content) - at} bytes after its {count} records"
+                yield Rejected(
+                    reason, Source(file, offset), _remainder(data, content, exact, offset, at, pos - SYNC_SIZE)
+                )
         block += 1
+
+
+def _remainder(data: bytes, content: bytes, exact: bool, offset: int, at: int, stop: int) -> bytes:
+    """A rejected stretch of a block: the file's bytes (uncompressed block) or the decompressed ones, capped."""
+    return data[offset : min(stop, offset + MAX_RAW_BYTES)] if exact else content[at : at + MAX_RAW_BYTES]
 
 
 def _decompress(codec: str, data: bytes) -> bytes:
