@@ -234,7 +234,7 @@ def build_dag(source: SourceConfig, settings: Settings):
 
     def spark_step(step: str, batch_dir, **kwargs):
         return SparkSubmitOperator(
-            task_id=step if step not in ("ddl", "truncate") else f"apply_{step}",
+            task_id={"ddl": "apply_ddl", "truncate": "apply_truncates"}.get(step, step),
             application=str(SPARK_JOBS / f"{step}.py"),
             name=f"cdclake-{source.name}-{step}",
             application_args=["--batch-dir", batch_dir, *(common if step in ("ddl", "truncate") else common[:2])],

@@ -6,17 +6,27 @@ parser (:mod:`cdclake.ddl_text`); a full column list (Qlik metadata message,
 GoldenGate schema) is compared with the columns known so far; columns first
 seen in self-describing records only ever add. A ``TRUNCATE TABLE`` statement
 becomes a TRUNCATE event with the statement's ``seq`` for the truncate step.
-A statement that cannot be parsed is quarantined with the parser's reason.
+A statement that cannot be parsed is quarantined with the parser's reason, and
+so is an event whose changes name a column the lake cannot hold (``column_problem``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from cdclake.coltypes import canonical_type
 from cdclake.ddl_text import DdlError, parse_ddl, schema_changes_from_columns
-from cdclake.schema_changes import ADD_COLUMN, TRUNCATE, SchemaChange
+from cdclake.schema_changes import (
+    ADD_COLUMN,
+    CREATE_TABLE,
+    DROP_COLUMN,
+    MODIFY_COLUMN,
+    RENAME_COLUMN,
+    TRUNCATE,
+    SchemaChange,
+)
 from cdclake.schema_evolution import evolve_columns
 
 
@@ -53,6 +63,7 @@ def changes_from_events(
     existing: dict[str, list[tuple[str, str]] | None],
     versions: dict[str, int] | None = None,
     dialect: str | None = None,
+    column_problem: Callable[[str, str, Iterable[str]], str | None] | None = None,
 ) -> SchemaEventResult:
     """Structured changes per source table, in event order.
 
@@ -60,6 +71,9 @@ def changes_from_events(
     (decoded JSON), meta, source_file, source_offset. ``existing``: the lake
     columns of each table (None: no lake table yet). ``versions``: the highest
     schema version already applied per table (older announcements are ignored).
+    ``column_problem(table, column, other columns)``: why a column name cannot be
+    a lake column (``cdclake.naming.column_name_problem``); such an event is
+    rejected whole, so a statement is never half applied.
     """
     result = SchemaEventResult()
     known: dict[str, list[tuple[str, str]] | None] = dict(existing)
@@ -81,14 +95,18 @@ def changes_from_events(
             except DdlError as exc:
                 result.rejects.append({"error": f"DDL statement not understood: {exc}", **_lineage(where)})
                 continue
+            parsed = [_with_table(c, _source_table(c.table, event.get("table"))) for c in parsed]
+            bad = _bad_name(parsed, known, column_problem)
+            if bad:
+                result.rejects.append({"error": f"DDL statement not applied: {bad}", **_lineage(where)})
+                continue
             for change in parsed:
-                table = _source_table(change.table, event.get("table"))
+                table = change.table
                 if change.kind == TRUNCATE:
                     result.truncates.append(
                         {"table": table, "op": "TRUNCATE", "event_ts": event.get("event_ts"), **where}
                     )
                     continue
-                change = _with_table(change, table)
                 result.changes.setdefault(table, []).append(change)
                 known[table] = evolve_columns(known.get(table) or [], [change])
             continue
@@ -119,20 +137,55 @@ def changes_from_events(
                 if n not in have
             ]
         else:
-            changes = schema_changes_from_columns(
-                table,
-                previous,
-                columns,
-                keys=tuple(ddl.get("keys") or event.get("keys") or ()),
-                source_event=source_event,
-                **where,
-            )
+            try:
+                changes = schema_changes_from_columns(
+                    table,
+                    previous,
+                    columns,
+                    keys=tuple(ddl.get("keys") or event.get("keys") or ()),
+                    source_event=source_event,
+                    **where,
+                )
+            except DdlError as exc:
+                result.rejects.append({"error": f"schema announcement not usable: {exc}", **_lineage(where)})
+                continue
+        bad = _bad_name(changes, known, column_problem)
+        if bad:
+            result.rejects.append({"error": f"schema announcement not applied: {bad}", **_lineage(where)})
+            continue
         if changes:
             result.changes.setdefault(table, []).extend(changes)
             known[table] = evolve_columns(previous or [], changes)
         else:
             result.ignored += 1
     return result
+
+
+def _bad_name(
+    changes: list[SchemaChange],
+    known: dict[str, list[tuple[str, str]] | None],
+    problem: Callable[[str, str, Iterable[str]], str | None] | None,
+) -> str | None:
+    """The first column name of ``changes`` the lake cannot hold, as a sentence (None: all fine)."""
+    if problem is None:
+        return None
+    for change in changes:
+        current = [n for n, _ in known.get(change.table) or []]
+        named: list[tuple[str | None, list[str]]] = []  # (name, columns it must not collide with)
+        if change.kind == ADD_COLUMN:
+            named = [(change.column, current)]
+        elif change.kind == CREATE_TABLE:
+            listed = [n for n, _ in change.columns]
+            named = [(n, current + listed) for n in listed]
+        elif change.kind == RENAME_COLUMN:
+            named = [(change.column, []), (change.new_name, [c for c in current if c != change.column])]
+        elif change.kind in (DROP_COLUMN, MODIFY_COLUMN):
+            named = [(change.column, [])]
+        for name, others in named:
+            reason = problem(change.table, name, others) if name is not None else None
+            if reason:
+                return f"column {name!r} of {change.table} {reason}"
+    return None
 
 
 def _with_table(change: SchemaChange, table: str) -> SchemaChange:

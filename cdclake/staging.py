@@ -54,6 +54,7 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from cdclake.batch import Manifest, StagedFile, read_manifest, safe_batch_id, write_json_atomic
+from cdclake.faults import fault_point
 
 log = logging.getLogger(__name__)
 
@@ -509,6 +510,7 @@ def _fetch_claims(
             continue
         try:
             size, sha = _copy(source.chunks(claim.key, claim.version), dest, None if source.etags else claim.version)
+            fault_point("stage:after-copy")  # crash tests: copied, not recorded
         except _Gone:
             log.warning("%s changed or vanished since it was listed; released for a later batch", claim.key)
             conn.execute(
@@ -554,7 +556,9 @@ def stage_source(
             source = _open_landing(landing, s3_client)
             candidates = source.list(end)
             claims = _claim(conn, staging_root, batch_id, candidates)
+            fault_point("stage:after-claim")  # crash tests: claimed in the ledger, nothing copied
             staged, rejected = _fetch_claims(conn, source, batch_id, batch_dir / "files", claims)
+            fault_point("stage:before-manifest")  # crash tests: copies recorded, no manifest
             manifest.files, manifest.rejected = staged, rejected
             write_json_atomic(batch_dir / "manifest.json", manifest.to_json())
             _seal(conn, batch_id)

@@ -30,12 +30,33 @@ def test_dag_file_imports_without_errors(airflow_home):
     code = (
         "from airflow.dag_processing.dagbag import DagBag; import json; "
         f"b = DagBag(dag_folder={str(REPO_ROOT / 'dags')!r}); "
-        "print(json.dumps({'errors': {k: str(v) for k, v in b.import_errors.items()}, 'dags': sorted(b.dags)}))"
+        "d = b.dags['cdc_gg_json_demo']; r = b.dags['cdc_rebuild']; "
+        "print(json.dumps({'errors': {k: str(v) for k, v in b.import_errors.items()}, 'dags': sorted(b.dags), "
+        "'tasks': {t.task_id: sorted(t.upstream_task_ids) for t in d.tasks}, "
+        "'mapped': [t.task_id for t in d.tasks if type(t).__name__ == 'MappedOperator'], "
+        "'params': sorted(d.params), 'rebuild_params': sorted(r.params), "
+        "'outlets': [str(o) for o in d.get_task('report').outlets]}))"
     )
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["errors"] == {}
-    assert "cdc_gg_json_demo" in result["dags"]
+    assert {"cdc_gg_json_demo", "cdc_rebuild"} <= set(result["dags"])
+    assert result["tasks"] == {
+        "stage": [],
+        "decode": ["stage"],
+        "normalize": ["decode", "stage"],
+        "has_schema_changes": ["normalize", "stage"],
+        "apply_ddl": ["has_schema_changes", "stage"],
+        "has_truncates": ["apply_ddl", "normalize", "stage"],
+        "apply_truncates": ["has_truncates", "stage"],
+        "affected_tables": ["apply_ddl", "apply_truncates", "normalize", "stage"],
+        "compact": ["affected_tables"],
+        "report": ["affected_tables", "compact", "stage"],
+    }
+    assert result["mapped"] == ["compact"]  # one task per affected table
+    assert result["params"] == ["dry_run", "full_refresh", "interval_end", "interval_start"]
+    assert result["rebuild_params"] == ["dry_run", "from", "source", "tables"]
+    assert "cdclake_gg_json_demo" in result["outlets"][0]
 
 
 def test_two_dag_runs_give_the_history_rows(airflow_home):

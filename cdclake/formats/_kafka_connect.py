@@ -6,6 +6,8 @@ Shared by the decoders whose records are Kafka Connect ``JsonConverter`` output
 - :func:`struct_fields` — field name -> field schema of a ``struct`` schema (None if not a struct).
 - :func:`column_type` — the ``cdclake.coltypes`` type of a field schema (None: no hint).
 - :func:`column_types` — :func:`column_type` for every field of a struct schema.
+- :func:`schema_columns` — every field of a struct schema with its type or None, in field order
+  (the full column list a ``SCHEMA`` event announces).
 - :func:`convert_value` — one JSON value (as parsed, numbers as ``Decimal``/``int``) to the
   canonical event value of its field schema; :class:`ConnectValueError` says why it cannot be.
 - :func:`convert_row` — a row image (dict) with a struct schema; columns the schema does not
@@ -196,6 +198,19 @@ def column_types(struct_schema: Any) -> dict[str, str]:
         if col_type is not None:
             out[name] = col_type
     return out
+
+
+def schema_columns(struct_schema: Any) -> list[tuple[str, str | None]] | None:
+    """Every field of a struct schema as (name, :func:`column_type` or None), in field order.
+
+    Unlike :func:`column_types` a field without a type hint is kept (as None): a full column list
+    must name every column, or a diff against it would drop the ones left out. None when
+    ``struct_schema`` is not a struct with a ``fields`` list.
+    """
+    fields = struct_fields(struct_schema)
+    if fields is None:
+        return None
+    return [(name, column_type(spec)) for name, spec in fields.items()]
 
 
 # --- values --------------------------------------------------------------------------------------

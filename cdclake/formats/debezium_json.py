@@ -27,6 +27,12 @@ envelope as written by Kafka Connect's ``JsonConverter``. User documentation:
   base64 values: decoded to bytes, ``family_column`` names kept, ``ROW`` is the key.
 - Debezium's placeholder for values it could not read (TOASTed PostgreSQL columns, Oracle LOBs,
   ``__debezium_unavailable_value``) marks the column as missing, not as a value.
+- Schema drift: a record whose inline value schema (the ``after``/``before`` struct) names other
+  columns or types than the last one this decoder announced for its table is preceded by a
+  ``SCHEMA`` event (``meta.column_source`` ``schema``) with the full column list, which the
+  normalize job diffs against the lake table (adds, drops, type changes). Debezium's structs
+  always list every column, which makes a full list safe; a struct missing an image column is
+  not trusted. No schema (bare payloads), HBase tables (dynamic columns) and truncates: none.
 """
 
 from __future__ import annotations
@@ -93,6 +99,8 @@ class DebeziumJsonDecoder(Decoder):
         self.skipped_key_records = 0
         self.skipped_heartbeats = 0
         self._pending_keys: list[str] | None = None
+        #: Per table, the columns (name -> type) of the value schema last announced by a SCHEMA event.
+        self._layouts: dict[str, dict[str, str | None]] = {}
 
     @property
     def skipped(self) -> dict[str, int]:
@@ -156,14 +164,13 @@ class DebeziumJsonDecoder(Decoder):
             elif scanner.duplicate is not None:
                 yield Rejected(duplicate_reason(scanner.duplicate), source, raw())
             else:
-                result = self._record(value, source, raw)
-                if result is not None:
-                    yield result
+                yield from self._record(value, source, raw)
 
     # --- one record ------------------------------------------------------------------------------
 
-    def _record(self, value: Any, source: Source, raw: _RawSlice) -> ChangeEvent | Rejected | None:
-        """One parsed record as an event, a rejection, or None when it is skipped (and counted)."""
+    def _record(self, value: Any, source: Source, raw: _RawSlice) -> list[ChangeEvent | Rejected]:
+        """One parsed record as its row event (after a ``SCHEMA`` event when its value schema is new for
+        the table), a rejection, or nothing when it is skipped (and counted)."""
         record_keys, self._pending_keys = self._pending_keys, None
 
         def reject(reason: str) -> Rejected:
@@ -171,20 +178,20 @@ class DebeziumJsonDecoder(Decoder):
 
         if value is None:
             self.skipped_tombstones += 1
-            return None
+            return []
         if not isinstance(value, dict):
-            return reject(f"record is a JSON {_json_kind(value)}, not an object")
+            return [reject(f"record is a JSON {_json_kind(value)}, not an object")]
         schema: dict[str, Any] | None = None
         payload: Any = value
         if "payload" in value and set(value) <= {"schema", "payload"}:
             envelope_schema, payload = value.get("schema"), value["payload"]
             if payload is None:
                 self.skipped_tombstones += 1
-                return None
+                return []
             if not isinstance(payload, dict):
-                return reject(f"payload must be a JSON object, not a JSON {_json_kind(payload)}")
+                return [reject(f"payload must be a JSON object, not a JSON {_json_kind(payload)}")]
             if envelope_schema is not None and not isinstance(envelope_schema, dict):
-                return reject(f"schema must be a JSON object, not a JSON {_json_kind(envelope_schema)}")
+                return [reject(f"schema must be a JSON object, not a JSON {_json_kind(envelope_schema)}")]
             schema = envelope_schema or None
         schema_name = schema.get("name") if schema else None
 
@@ -193,37 +200,39 @@ class DebeziumJsonDecoder(Decoder):
             if isinstance(schema_name, str) and schema_name.endswith(".Key"):
                 self.skipped_key_records += 1
                 self._pending_keys = [k for k in payload if isinstance(k, str)] or None
-                return None
+                return []
             if schema_name == HEARTBEAT_SCHEMA or set(payload) == {"ts_ms"}:
                 self.skipped_heartbeats += 1
-                return None
-            return reject(_no_op_reason(payload))
+                return []
+            return [reject(_no_op_reason(payload))]
         op = OPS.get(op_code) if isinstance(op_code, str) else None
         if op is None:
-            return reject(f"unknown op {op_code!r}; Debezium ops are c (create), u (update), d (delete), r (read), t")
+            return [reject(f"unknown op {op_code!r}; Debezium ops are c (create), u (update), d (delete), r (read), t")]
 
         src = payload.get("source")
         if src is None:
             src = {}
         if not isinstance(src, dict):
-            return reject(f"source must be a JSON object, not a JSON {_json_kind(src)}")
+            return [reject(f"source must be a JSON object, not a JSON {_json_kind(src)}")]
         table = self.table_override or _table_name(src)
         if not table:
-            return reject("no table name: source has no table (or collection); set the table option")
+            return [reject("no table name: source has no table (or collection); set the table option")]
 
         position = _position(src)
         if position is None:
-            return reject(
-                "no ordering position: source has no lsn, commit_lsn, scn, binlog file/pos, txId or ts_ms "
-                "(the payload's ts_ms is processing time and cannot order changes)"
-            )
+            return [
+                reject(
+                    "no ordering position: source has no lsn, commit_lsn, scn, binlog file/pos, txId or ts_ms "
+                    "(the payload's ts_ms is processing time and cannot order changes)"
+                )
+            ]
         seq, seq_from = position
 
         images: dict[str, dict[str, Any] | None] = {}
         for name in ("before", "after"):
             image = payload.get(name)
             if image is not None and not isinstance(image, dict):
-                return reject(f"{name} must be a JSON object of column values, not a JSON {_json_kind(image)}")
+                return [reject(f"{name} must be a JSON object of column values, not a JSON {_json_kind(image)}")]
             images[name] = image
         lindorm = "namespace" in src
         hbase = self.hbase == "true" or (
@@ -247,19 +256,21 @@ class DebeziumJsonDecoder(Decoder):
                     image = kc.convert_row(image, image_schema)
                     column_types.update(kc.column_types(image_schema))
             except kc.ConnectValueError as exc:
-                return reject(f"{name} image: {exc}")
+                return [reject(f"{name} image: {exc}")]
             images[name] = image
         before, after = images["before"], images["after"]
 
         if op == "TRUNCATE":
             before = after = None
         elif op in ("INSERT", "UPSERT", "UPDATE") and after is None:
-            return reject(f"op {op_code!r} has no after image: the new row values are missing")
+            return [reject(f"op {op_code!r} has no after image: the new row values are missing")]
         elif op == "DELETE" and before is None:
-            return reject(
-                "op 'd' has no before image: the deleted row cannot be identified "
-                "(PostgreSQL tables need a primary key or REPLICA IDENTITY FULL)"
-            )
+            return [
+                reject(
+                    "op 'd' has no before image: the deleted row cannot be identified "
+                    "(PostgreSQL tables need a primary key or REPLICA IDENTITY FULL)"
+                )
+            ]
         if lindorm and op == "UPDATE" and before is not None and after is not None:
             deleted = [c for c in before if c not in after]
             if deleted:
@@ -306,7 +317,7 @@ class DebeziumJsonDecoder(Decoder):
         if column_types:
             meta["column_types"] = column_types
 
-        return ChangeEvent(
+        event = ChangeEvent(
             table=table,
             op=op,
             seq=seq,
@@ -318,6 +329,34 @@ class DebeziumJsonDecoder(Decoder):
             before=before,
             after=after,
             meta=meta,
+        )
+        columns = None if hbase or op == "TRUNCATE" else _schema_columns(envelope_fields, before, after)
+        announced = self._announce(event, columns) if columns is not None else None
+        return [event] if announced is None else [announced, event]
+
+    def _announce(self, event: ChangeEvent, columns: list[tuple[str, str | None]]) -> ChangeEvent | None:
+        """A ``SCHEMA`` event for ``event``'s table when ``columns`` (its record's full value schema) differ
+        in names or types from the last ones announced in this decoder (the first ones always do).
+
+        It carries the row's seq, event_ts and source, so it sorts just before the row. A decoder
+        instance decodes one batch (not stateful), so every batch announces its tables again; the
+        diff downstream finds nothing to do when the lake table already matches. Column order is
+        not compared: a reordered schema changes nothing in the lake table.
+        """
+        layout = dict(columns)
+        if self._layouts.get(event.table) == layout:
+            return None
+        self._layouts[event.table] = layout
+        keys = event.keys if event.keys and all(_column_name(k) for k in event.keys) else None
+        return ChangeEvent(
+            table=event.table,
+            op="SCHEMA",
+            seq=event.seq,
+            event_ts=event.event_ts,
+            source=event.source,
+            keys=keys,
+            ddl={"columns": [{"name": n, "type": t} for n, t in columns], "keys": list(keys or [])},
+            meta={"column_source": "schema"},
         )
 
     def _drop_unavailable(self, image: dict[str, Any], fields: dict[str, Any], dropped: list[str]) -> dict[str, Any]:
@@ -402,6 +441,30 @@ def _event_ts(src: dict[str, Any], payload: dict[str, Any]) -> dt.datetime | Non
                 except OverflowError:
                     return None
     return None
+
+
+def _column_name(name: Any) -> bool:
+    """Whether ``name`` can name a lake column (the schema-change diff refuses others)."""
+    return isinstance(name, str) and bool(name) and "\x00" not in name
+
+
+def _schema_columns(
+    envelope_fields: dict[str, Any], before: dict[str, Any] | None, after: dict[str, Any] | None
+) -> list[tuple[str, str | None]] | None:
+    """The record's full column list from its value schema (the ``after`` struct, else ``before``).
+
+    None when there is no such list to trust: no struct with fields, a name that cannot be a
+    column, or an image column the struct does not name. Debezium's structs name every column of
+    the table; a struct that misses one is not a full list, and diffing against it would drop
+    the missing column from the lake table.
+    """
+    columns = kc.schema_columns(envelope_fields.get("after")) or kc.schema_columns(envelope_fields.get("before"))
+    if not columns or not all(_column_name(n) for n, _ in columns):
+        return None
+    names = {n for n, _ in columns}
+    if any(c not in names for image in (before, after) if image for c in image):
+        return None
+    return columns
 
 
 def _hbase_image(image: dict[str, Any], auto: bool) -> dict[str, Any]:

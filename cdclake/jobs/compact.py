@@ -16,13 +16,17 @@ key's row is a function of the set of its events, batches applied late, twice
 or in any order give the same table; the logged deletes are the tombstones.
 A crash between or during the commits leaves the previous snapshots; the
 retry skips what is already committed and recomputes the rest from the same
-inputs.
+inputs. The overwrite validates (serializable isolation) that no other commit
+added or deleted files in its buckets since the snapshot it read; on such a
+conflict the table is re-read and the fold recomputed, up to COMMIT_ATTEMPTS
+times (docs/reliability.md, "Crashes and retries").
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,8 +34,9 @@ from typing import Any
 import pyarrow as pa
 
 from cdclake.batch import read_manifest, write_report
-from cdclake.coltypes import CastError, arrow_type, quote_ident
+from cdclake.coltypes import CastError, arrow_type, canonical_type, quote_ident
 from cdclake.events import ROW_OPS, image_from_text
+from cdclake.faults import fault_point, inside_commit
 from cdclake.merge import LoggedEvent, bucket_of, key_of, prepare, refold
 from cdclake.naming import SOURCE_TABLE_PROPERTY
 from cdclake.schema_evolution import ColumnMap
@@ -66,6 +71,12 @@ LOG_SCHEMA = pa.schema(
 )
 ROUTED_SCHEMA = LOG_SCHEMA.append(pa.field("_error", pa.string()))
 TRUNCATE_BUCKET = -1
+#: Tries of a table's compaction when another process commits to its buckets meanwhile.
+COMMIT_ATTEMPTS = 3
+#: Iceberg's words for a lost commit race (ValidationException / CommitFailedException).
+_CONFLICTS = ("Found conflicting", "Found new conflicting", "CommitFailedException")
+
+logger = logging.getLogger(__name__)
 #: More keys linked by key changes than this are folded by reading whole buckets.
 MAX_LINK_ROUNDS = 8
 
@@ -75,7 +86,38 @@ def _sql_string(value: str) -> str:
 
 
 def _table_ddl(columns: list[tuple[str, str]]) -> str:
-    return ", ".join(f"{quote_ident(n)} {t}" for n, t in columns)
+    return ", ".join(f"{quote_ident(n)} {canonical_type(t)}" for n, t in columns)
+
+
+def _aliases(columns: list[tuple[str, str]]) -> list[str]:
+    """Spark-side names of the data columns around a cogroup.
+
+    PySpark's cogroup resolves every input column by parsing its name (``df[name]``), which a
+    source name with a dot or a backtick breaks; the fold sees the real names again (data names
+    never start with the reserved ``_cdc_``, so these cannot collide with one).
+    """
+    return [f"_cdc_col{i}" for i in range(len(columns))]
+
+
+def _aliased(frame, columns: list[tuple[str, str]], meta: list[str]):
+    """``frame``'s data columns under :func:`_aliases` (selected by their quoted real names), then ``meta``."""
+    from pyspark.sql import functions as F
+
+    picked = [F.col(quote_ident(n)).alias(a) for (n, _), a in zip(columns, _aliases(columns), strict=True)]
+    return frame.select(*picked, *meta)
+
+
+def _real_names(frame, columns: list[tuple[str, str]], meta: list[str]):
+    """Inverse of :func:`_aliased` (``alias`` takes a name as it is, nothing is parsed)."""
+    from pyspark.sql import functions as F
+
+    picked = [F.col(a).alias(n) for (n, _), a in zip(columns, _aliases(columns), strict=True)]
+    return frame.select(*picked, *meta)
+
+
+def _renamed(table: pa.Table, names: list[str]) -> pa.Table:
+    """``table`` with its first ``len(names)`` columns (the data columns) renamed."""
+    return table.rename_columns([*names, *table.column_names[len(names) :]])
 
 
 def _out_schema(columns: list[tuple[str, str]]) -> pa.Schema:
@@ -86,8 +128,8 @@ def _out_schema(columns: list[tuple[str, str]]) -> pa.Schema:
         pa.field("_cdc_ts", pa.timestamp("us", tz="UTC")),
         pa.field("_cdc_batch", pa.string()),
         pa.field("_cdc_bucket", pa.int32()),
-        pa.field("_kind", pa.string()),
-        pa.field("_info", pa.string()),
+        pa.field("_cdc_kind", pa.string()),
+        pa.field("_cdc_info", pa.string()),
     ]
     return pa.schema(fields)
 
@@ -161,21 +203,21 @@ def fold_part(
     state, stats, affected = refold(logged, names, batch_id, truncate_seq)
     out = []
     for row in rows.to_pylist():
-        row.pop("_part", None)
+        row.pop("_cdc_part", None)
         key = key_of(row, keys)
         if key in affected:
             continue
         if truncate_seq is not None and (row.get("_cdc_seq") or "") < truncate_seq:
             continue  # only reached when the rows' events are not in the log (table older than its log)
-        row["_kind"], row["_info"] = "row", None
+        row["_cdc_kind"], row["_cdc_info"] = "row", None
         out.append(row)
     for key, row in state.items():
         row["_cdc_bucket"] = bucket_of(key, buckets)
-        row["_kind"], row["_info"] = "row", None
+        row["_cdc_kind"], row["_cdc_info"] = "row", None
         out.append(row)
     deleted = len(affected - set(state))
     info = {"applied": stats.applied, "stale": stats.stale, "deleted_keys": deleted}
-    out.append({"_kind": "stats", "_info": json.dumps(info)})
+    out.append({"_cdc_kind": "stats", "_cdc_info": json.dumps(info)})
     return pa.Table.from_pylist(out, schema=_out_schema(columns))
 
 
@@ -230,7 +272,7 @@ def fold_history_part(
     versions = history(logged, names, truncates)
     out = []
     for row in rows.to_pylist():
-        row.pop("_part", None)
+        row.pop("_cdc_part", None)
         if key_of(row, keys) not in versions:
             out.append(row)
     for key, items in versions.items():
@@ -240,18 +282,56 @@ def fold_history_part(
 
 
 def _with_part(rows, part_of: dict[str, int], keys: list[str], ddl: str):
-    """Add ``_part``: the worker a row goes to (its key-change component's home, else its bucket)."""
+    """Add ``_cdc_part``: the worker a row goes to (its key-change component's home, else its bucket)."""
     from pyspark.sql import functions as F
 
     if not part_of:
-        return rows.withColumn("_part", F.col("_cdc_bucket"))
+        return rows.withColumn("_cdc_part", F.col("_cdc_bucket"))
 
     def rows_part(it: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in it:
             parts = [part_of.get(key_of(r, keys), r["_cdc_bucket"]) for r in batch.to_pylist()]
-            yield batch.append_column("_part", pa.array(parts, pa.int32()))
+            yield batch.append_column("_cdc_part", pa.array(parts, pa.int32()))
 
-    return rows.mapInArrow(rows_part, f"{ddl}, _part int")
+    return rows.mapInArrow(rows_part, f"{ddl}, _cdc_part int")
+
+
+#: Snapshot property with the batch's counts, so a retry after the commit reports them again.
+COUNTS_PROPERTY = "cdclake.counts"
+
+
+def _committed_counts(spark, name: str, batch_id: str) -> dict[str, Any]:
+    """Counts of the commit that already applied ``batch_id`` (the report of a retried task)."""
+    rows = spark.sql(
+        f"SELECT summary['{COUNTS_PROPERTY}'] AS counts FROM {name}.snapshots "
+        f"WHERE summary['{BATCH_PROPERTY}'] = {_sql_string(batch_id)} ORDER BY committed_at DESC LIMIT 1"
+    ).collect()
+    counts = json.loads(rows[0]["counts"]) if rows and rows[0]["counts"] else {}
+    return {"applied": 0, "stale": 0, "quarantined": 0, **counts, "status": "already-committed"}
+
+
+def _fresh_snapshot_id(spark, name: str) -> int | None:
+    """Drop the session's cached copy of ``name`` and return its current snapshot id.
+
+    Reads planned afterwards see this snapshot or a later one, so validating from it is safe
+    (at worst a false conflict, which only costs a retry).
+    """
+    spark.catalog.refreshTable(name)
+    row = spark.sql(f"SELECT snapshot_id FROM {name}.refs WHERE name = 'main'").first()
+    return None if row is None else row["snapshot_id"]
+
+
+def _validated(writer, snapshot_id: int | None):
+    """Fail the commit if another one added or deleted files matching the overwrite filter since ``snapshot_id``.
+
+    Without a snapshot id Iceberg validates the whole history: right for a table that was empty when read.
+    """
+    writer = writer.option("isolation-level", "serializable")
+    return writer if snapshot_id is None else writer.option("validate-from-snapshot-id", str(snapshot_id))
+
+
+def _is_conflict(exc: Exception) -> bool:
+    return any(word in str(exc) for word in _CONFLICTS)
 
 
 def _snapshot_info(spark, name: str) -> set[str]:
@@ -349,6 +429,7 @@ def compact_table(
     layout: dict[str, Any],
     default_buckets: int,
     full_refresh: bool = False,
+    attempt: int = 1,
 ) -> dict[str, Any]:
     from pyspark.sql import functions as F
 
@@ -359,8 +440,11 @@ def compact_table(
     types = dict(columns)
     cmap = ColumnMap.from_dict(layout.get("column_map"))
     buckets = ensure_tables(spark, source_table, layout, default_buckets)
-    if batch_id in _snapshot_info(spark, name) and not full_refresh:
-        return {"status": "already-committed", "applied": 0, "stale": 0, "quarantined": 0}
+    main_done = batch_id in _snapshot_info(spark, name) and not full_refresh
+    history_done = not layout.get("scd2") or batch_id in _snapshot_info(spark, name + HISTORY_SUFFIX)
+    if main_done and history_done:
+        return _committed_counts(spark, name, batch_id)
+    # else: a crash between the overwrite and the history commit; the fold is redone for the history only
 
     # 1. this batch's events -> change-log rows (or quarantine) -> appended once
     events = spark.read.parquet(str(batch_dir / "changelog")).where(F.col("table") == source_table)
@@ -379,10 +463,15 @@ def compact_table(
             F.to_json(F.struct("op", "seq", "before", "after")).cast("binary").alias("raw"),
         ).write.mode("overwrite").parquet(str(batch_dir / "quarantine" / "compact" / layout["identifier"]))
     good = routed.where("_error IS NULL").drop("_error")
+    fault_point("compact:before-log-append")
     if batch_id not in _snapshot_info(spark, log_name) and good.limit(1).count():
         good.writeTo(log_name).option(f"snapshot-property.{BATCH_PROPERTY}", batch_id).append()
+    fault_point("compact:after-log-append")
 
-    # 2. affected keys (with keys linked by key changes) and buckets
+    # 2. affected keys (with keys linked by key changes) and buckets; the table before the log: every
+    # batch committed to the table by the snapshot read has its events in the log read
+    read_snapshot = _fresh_snapshot_id(spark, name)
+    spark.catalog.refreshTable(log_name)
     log = spark.table(log_name)
     truncates = events.where(F.col("op") == "TRUNCATE").count()  # logged by the truncate step
     wm_row = log.where(F.col("_cdc_bucket") == TRUNCATE_BUCKET).agg(F.max("seq").alias("wm")).first()
@@ -415,17 +504,23 @@ def compact_table(
     part_of = _component_homes([(r["_key"], r["_old_key"]) for r in pairs], buckets)
 
     part_udf = F.udf(lambda k, b: part_of.get(k, b) if k is not None else b, "int")
-    ev_parted = log_events.withColumn("_part", part_udf(F.col("_key"), F.col("_cdc_bucket")))
+    ev_parted = log_events.withColumn("_cdc_part", part_udf(F.col("_key"), F.col("_cdc_bucket")))
 
+    # data columns under aliases on the Spark side (see _aliases); fold_part sees the real names
+    names, aliases = [n for n, _ in columns], _aliases(columns)
+    aliased = list(zip(aliases, [t for _, t in columns], strict=True))
+    alias_keys = [aliases[names.index(k)] for k in keys]
     current = spark.table(name).where(F.col("_cdc_bucket").isin(affected_buckets))
-    current = _with_part(current, part_of, keys, f"{_table_ddl(columns)}, {META_DDL}")
+    current = _with_part(
+        _aliased(current, columns, META_NAMES), part_of, alias_keys, f"{_table_ddl(aliased)}, {META_DDL}"
+    )
 
-    out_ddl = f"{_table_ddl(columns)}, {META_DDL}, _kind string, _info string"
+    out_ddl = f"{_table_ddl(aliased)}, {META_DDL}, _cdc_kind string, _cdc_info string"
 
     def fold(ev: pa.Table, rows: pa.Table) -> pa.Table:
-        return fold_part(
+        out = fold_part(
             ev,
-            rows,
+            _renamed(rows, names),
             keys=keys,
             columns=columns,
             batch_id=batch_id,
@@ -433,38 +528,60 @@ def compact_table(
             truncate_seq=truncate_seq,
             cmap=cmap,
         )
+        return _renamed(out, aliases)
 
     merged_dir = batch_dir / "merged" / layout["identifier"]
-    folded = ev_parted.groupBy("_part").cogroup(current.groupBy("_part")).applyInArrow(fold, out_ddl)
+    folded = ev_parted.groupBy("_cdc_part").cogroup(current.groupBy("_cdc_part")).applyInArrow(fold, out_ddl)
+    fault_point("compact:before-write")
     folded.write.mode("overwrite").parquet(str(merged_dir))
     merged = spark.read.schema(out_ddl).parquet(str(merged_dir))
     stats = {"applied": 0, "stale": 0, "deleted_keys": 0}
-    for r in merged.where("_kind = 'stats'").select("_info").collect():
-        for k, v in json.loads(r["_info"]).items():
+    for r in merged.where("_cdc_kind = 'stats'").select("_cdc_info").collect():
+        for k, v in json.loads(r["_cdc_info"]).items():
             stats[k] += v
     writer = (
-        merged.where("_kind = 'row'")
-        .select([quote_ident(n) for n, _ in columns] + META_NAMES)
+        _real_names(merged.where("_cdc_kind = 'row'"), columns, META_NAMES)
         .writeTo(name)
         .option(f"snapshot-property.{BATCH_PROPERTY}", batch_id)
     )
     if truncate_seq:
         writer = writer.option("snapshot-property.cdclake.truncate-watermark", truncate_seq)
-    writer.overwrite(F.col("_cdc_bucket").isin(affected_buckets))
-    if layout.get("scd2"):
-        _write_history(
-            spark,
-            name + HISTORY_SUFFIX,
-            ev_parted,
-            part_of,
-            affected_buckets,
-            keys,
-            columns,
-            buckets,
+    counts = {**stats, "quarantined": quarantined}
+    writer = writer.option(f"snapshot-property.{COUNTS_PROPERTY}", json.dumps(counts, sort_keys=True))
+    fault_point("compact:before-commit")
+    try:
+        if not main_done:
+            with inside_commit(spark, name):
+                _validated(writer, read_snapshot).overwrite(F.col("_cdc_bucket").isin(affected_buckets))
+        fault_point("compact:after-commit")
+        if layout.get("scd2"):
+            _write_history(
+                spark,
+                name + HISTORY_SUFFIX,
+                ev_parted,
+                part_of,
+                affected_buckets,
+                keys,
+                columns,
+                buckets,
+                batch_id,
+                log,
+                batch_dir / "history" / layout["identifier"],
+                cmap,
+            )
+    except Exception as exc:
+        if not _is_conflict(exc) or attempt >= COMMIT_ATTEMPTS:
+            raise
+        logger.warning(
+            "compact %s, batch %s: another commit changed its buckets since it was read (attempt %d of %d); "
+            "re-reading the table and folding again",
+            name,
             batch_id,
-            log,
-            batch_dir / "history" / layout["identifier"],
-            cmap,
+            attempt,
+            COMMIT_ATTEMPTS,
+        )
+        return compact_table(
+            spark, batch_dir, batch_id, source_table, layout, default_buckets, full_refresh, attempt + 1
         )
     summary = spark.sql(f"SELECT summary FROM {name}.snapshots ORDER BY committed_at DESC LIMIT 1").first()["summary"]
     return {
@@ -499,28 +616,32 @@ def _write_history(
 
     if batch_id in _snapshot_info(spark, hist):
         return
+    read_snapshot = _fresh_snapshot_id(spark, hist)
     truncates = [
         (r["seq"], r["event_ts"])
         for r in log.where(F.col("_cdc_bucket") == TRUNCATE_BUCKET).select("seq", "event_ts").collect()
     ]
+    names, aliases = [n for n, _ in columns], _aliases(columns)
+    alias_keys = [aliases[names.index(k)] for k in keys]
     current = spark.table(hist).where(F.col("_cdc_bucket").isin(affected_buckets))
-    ddl = f"{_table_ddl(columns)}, {HISTORY_META_DDL}"
-    current = _with_part(current, part_of, keys, ddl)
+    ddl = f"{_table_ddl(list(zip(aliases, [t for _, t in columns], strict=True)))}, {HISTORY_META_DDL}"
+    current = _with_part(_aliased(current, columns, HISTORY_META_NAMES), part_of, alias_keys, ddl)
 
     def fold(ev: pa.Table, rows: pa.Table) -> pa.Table:
-        return fold_history_part(ev, rows, keys=keys, columns=columns, buckets=buckets, truncates=truncates, cmap=cmap)
+        out = fold_history_part(
+            ev, _renamed(rows, names), keys=keys, columns=columns, buckets=buckets, truncates=truncates, cmap=cmap
+        )
+        return _renamed(out, aliases)
 
-    ev_parted.groupBy("_part").cogroup(current.groupBy("_part")).applyInArrow(fold, ddl).write.mode(
+    ev_parted.groupBy("_cdc_part").cogroup(current.groupBy("_cdc_part")).applyInArrow(fold, ddl).write.mode(
         "overwrite"
     ).parquet(str(out_dir))
-    (
-        spark.read.schema(ddl)
-        .parquet(str(out_dir))
-        .select([quote_ident(n) for n, _ in columns] + HISTORY_META_NAMES)
+    writer = (
+        _real_names(spark.read.schema(ddl).parquet(str(out_dir)), columns, HISTORY_META_NAMES)
         .writeTo(hist)
         .option(f"snapshot-property.{BATCH_PROPERTY}", batch_id)
-        .overwrite(F.col("_cdc_bucket").isin(affected_buckets))
     )
+    _validated(writer, read_snapshot).overwrite(F.col("_cdc_bucket").isin(affected_buckets))
 
 
 def run(
@@ -530,6 +651,7 @@ def run(
     batch_dir = Path(batch_dir)
     manifest = read_manifest(batch_dir)
     layouts = json.loads((batch_dir / "tables.json").read_text())
+    step = "compact" if not tables else "compact-" + "-".join(sorted(tables))
     report: dict[str, Any] = {}
     for source_table, layout in sorted(layouts.items()):
         if tables and source_table not in tables:
@@ -540,6 +662,5 @@ def run(
         report[source_table] = compact_table(
             spark, batch_dir, manifest.batch_id, source_table, layout, buckets, full_refresh
         )
-    step = "compact" if not tables else "compact-" + "-".join(sorted(tables))
     write_report(batch_dir, step, report)
     return report

@@ -45,6 +45,29 @@ def split(items: list[ChangeEvent | Rejected]) -> tuple[list[ChangeEvent], list[
     return [i for i in items if isinstance(i, ChangeEvent)], [i for i in items if isinstance(i, Rejected)]
 
 
+def rows(items: list[ChangeEvent | Rejected]) -> list[ChangeEvent | Rejected]:
+    """``items`` without SCHEMA events. A record with an inline schema is preceded by one when the schema
+    is new for its table in the decoder; tests about values, types and framing look at the records only.
+    The announcements are asserted in the seed and fixture tests below and in test_debezium_schema_events.py."""
+    return [i for i in items if not (isinstance(i, ChangeEvent) and i.op == "SCHEMA")]
+
+
+def announcement(
+    table: str, seq: str, event_ts: dt.datetime | None, source: Source, columns: list[tuple[str, str | None]], keys=None
+) -> ChangeEvent:
+    """The SCHEMA event the decoder puts before the first row of ``table`` with an inline schema."""
+    return ChangeEvent(
+        table=table,
+        op="SCHEMA",
+        seq=seq,
+        event_ts=event_ts,
+        source=source,
+        keys=keys,
+        ddl={"columns": [{"name": n, "type": t} for n, t in columns], "keys": list(keys or [])},
+        meta={"column_source": "schema"},
+    )
+
+
 def line(record: Any) -> bytes:
     return to_json(record).encode()
 
@@ -149,8 +172,14 @@ SEEDS_EXPECTED = {
 
 @pytest.mark.parametrize("name", sorted(SEEDS_EXPECTED))
 def test_lindorm_sql_seed_every_field(name):
-    [event] = events(decode((SEED / name).read_bytes(), name))
+    *announced, event = events(decode((SEED / name).read_bytes(), name))
     expected = SEEDS_EXPECTED[name]
+    # Only the format description has a schema block: its columns are announced before the row.
+    if name == "lindorm_format_description.json":
+        columns = [("id", "bigint"), ("name", "string")]
+        assert announced == [announcement("default.customers", LINDORM_SEQ, LINDORM_TS, Source(name, 0), columns)]
+    else:
+        assert announced == []
     for field in ("table", "op", "seq", "event_ts", "tx_id", "tx_pos", "tx_last", "keys", "before", "after", "ddl"):
         assert getattr(event, field) == getattr(expected, field), field
     assert event.meta == expected.meta
@@ -230,7 +259,12 @@ def test_hbase_update_deleting_a_column():
 
 def test_huawei_cdl_debezium_seed_every_field():
     name = "huawei_debezium_json.json"
-    [event] = events(decode((SEED / name).read_bytes(), name))
+    announced, event = events(decode((SEED / name).read_bytes(), name))
+    # The inline schema is announced first: every column, decimalNum (vendor Decimal, no fixed scale) untyped.
+    columns = [("count1", "bigint"), ("id", "bigint"), ("time1", "timestamp"), ("decimalNum", None)]
+    assert announced == announcement(
+        "public.ct_pg2hudi", event.seq, event.event_ts, Source(name, 4), columns, keys=["id"]
+    )
     assert event == ChangeEvent(
         table="public.ct_pg2hudi",
         op="INSERT",
@@ -272,13 +306,13 @@ def test_huawei_cdl_vendor_decimal_and_timestamp_forms():
     record["payload"]["after"].update(time1="2024-02-04 11:59:56.013", decimalNum="-123.4500")
     record["payload"]["LOB_COLUMNS"] = "doc"
     record["payload"]["HEARTBEAT_IDENTIFIER"] = "279fb050-0143-45c1-b184-50bc48c2461c"
-    [event] = events(decode(line(record)))
+    [event] = events(rows(decode(line(record))))
     assert event.after["time1"] == "2024-02-04T11:59:56.013000Z"
     assert event.after["decimalNum"] == Decimal("-123.4500") and str(event.after["decimalNum"]) == "-123.4500"
     assert event.meta["LOB_COLUMNS"] == "doc"
     assert event.meta["HEARTBEAT_IDENTIFIER"] == "279fb050-0143-45c1-b184-50bc48c2461c"
     record["payload"]["after"]["decimalNum"] = "12,5"
-    [rejected] = decode(line(record))
+    [rejected] = decode(line(record))  # a rejected record announces nothing
     assert rejected.error == "after image: column decimalNum: '12,5' is not a decimal number"
 
 
@@ -316,7 +350,9 @@ SERDE_SEQ = "0000000003" + "00000000000000000154" + "0000000000"
 
 def test_serde_with_schema_every_field():
     name = "serde-with-schema.json"
-    [event] = events(decode((FIXTURES / "debezium_core_serde" / name).read_bytes(), name))
+    announced, event = events(decode((FIXTURES / "debezium_core_serde" / name).read_bytes(), name))
+    columns = [("id", "bigint"), ("first_name", "string"), ("last_name", "string"), ("email", "string")]
+    assert announced == announcement("inventory.customers", SERDE_SEQ, event.event_ts, Source(name, 0), columns)
     assert event == ChangeEvent(
         table="inventory.customers",
         op="INSERT",
@@ -364,7 +400,10 @@ def test_serde_unwrapped_row_rejected():
 def test_flink_mysql_schema_include_all_records():
     name = "debezium-data-schema-include.txt"
     data = (FIXTURES / "flink_json" / name).read_bytes()
-    items = events(decode(data, name))
+    announced, *items = events(decode(data, name))
+    # One schema for the whole file: announced once, before the first row, with the rows' column types.
+    assert announced.op == "SCHEMA" and announced.source == items[0].source and announced.seq == items[0].seq
+    assert {c["name"]: c["type"] for c in announced.ddl["columns"]} == items[0].meta["column_types"]
     assert len(items) == 16
     starts = [i for i in range(len(data)) if i == 0 or data[i - 1 : i] == b"\n"]
     assert [e.source.offset for e in items] == starts
@@ -438,8 +477,11 @@ def test_paimon_license_header_is_one_rejected_record(path):
 
 def test_paimon_alltype_logical_types():
     path = "paimon/schema_alltype_flinkcdc/debezium-data-1.txt"
-    [_, event] = decode((FIXTURES / path).read_bytes(), path)
+    [_, announced, event] = decode((FIXTURES / path).read_bytes(), path)
     after, types = event.after, event.meta["column_types"]
+    # the SCHEMA event before the row names every column; its types are the row's column types
+    assert [c["name"] for c in announced.ddl["columns"]] == list(after)
+    assert {c["name"]: c["type"] for c in announced.ddl["columns"] if c["type"]} == types
     assert (event.op, event.table, event.seq, event.meta["seq_from"]) == (
         "UPSERT",
         "paimon_sync_table.all_types_table",
@@ -493,7 +535,8 @@ def test_paimon_debezium24_key_records_give_keys_and_are_counted():
     path = "paimon/debezium24_decimal_string_keyvalue/debezium-avro-data-1.txt"
     dec = decoder()
     items = list(dec.decode((FIXTURES / path).read_bytes(), path))
-    _, first, second = items
+    _, announced, first, second = items  # the schema is announced once, with the key record's keys
+    assert announced.op == "SCHEMA" and announced.keys == ["_id"] and announced.ddl["keys"] == ["_id"]
     assert dec.skipped == {"tombstones": 0, "key_records": 2, "heartbeats": 0}
     assert first.keys == ["_id"] and second.keys == ["_id"]
     assert first.seq == "0000000074" + f"{13593:020d}" + "0" * 10 and first.meta["seq_from"] == "binlog"
@@ -584,7 +627,13 @@ def test_variable_scale_decimal_and_schema_driven_decimal():
         },
     ]
     record = with_schema(fields, {"id": 1, "price": "AdTA", "amount": {"scale": 3, "value": "W5s="}})
-    [event] = events(decode(line(record)))
+    announced, event = events(decode(line(record)))
+    # the announcement lists the untyped column too: a full column list never leaves one out
+    assert announced.ddl["columns"] == [
+        {"name": "id", "type": "bigint"},
+        {"name": "price", "type": "decimal(10,2)"},
+        {"name": "amount", "type": None},
+    ]
     assert event.after == {"id": 1, "price": Decimal("1200.00"), "amount": Decimal("23.451")}
     assert event.meta["column_types"] == {"id": "bigint", "price": "decimal(10,2)"}  # variable scale: no hint
     assert '"price":1200.00' in to_json(event.to_dict())
@@ -644,7 +693,7 @@ def test_logical_types(kind, name, value, expected, col_type):
     spec: dict[str, Any] = {"type": kind, "optional": True, "field": "c"}
     if name:
         spec["name"] = name
-    [event] = events(decode(line(with_schema([spec], {"c": value}))))
+    [event] = events(rows(decode(line(with_schema([spec], {"c": value})))))
     result = event.after["c"]
     assert result == expected or (isinstance(expected, Decimal) and expected.is_nan() and result.is_nan())
     assert type(result) is type(expected)
@@ -661,7 +710,7 @@ def test_nested_array_map_struct_values():
         },
         {"type": "map", "keys": {"type": "string"}, "values": {"type": "bytes"}, "optional": True, "field": "blobs"},
     ]
-    [event] = events(decode(line(with_schema(fields, {"days": [0, None, 1], "blobs": {"k": "AAE="}}))))
+    [event] = events(rows(decode(line(with_schema(fields, {"days": [0, None, 1], "blobs": {"k": "AAE="}})))))
     assert event.after == {"days": ["1970-01-01", None, "1970-01-02"], "blobs": {"k": b"\x00\x01"}}
     assert event.meta["column_types"] == {"days": "string", "blobs": "string"}
 
@@ -704,6 +753,8 @@ def test_wrong_types_rejected_with_column(spec, value, message):
     good = line(with_schema([{**spec, "field": "c"}], {"c": None}))
     bad = line(with_schema([{**spec, "field": "c"}], {"c": value}))
     items = decode(good + b"\n" + bad + b"\n" + good)
+    assert items[0].op == "SCHEMA"  # announced before the first good record only (same schema after)
+    items = rows(items)
     assert [type(i) for i in items] == [ChangeEvent, Rejected, ChangeEvent]
     assert items[1].error.startswith("after image: " + message), items[1].error
     assert items[1].source.offset == len(good) + 1 and items[1].raw == bad
@@ -895,10 +946,12 @@ def test_unavailable_value_placeholder_is_missing():
         "tags": ["__debezium_unavailable_value"],
     }
     record = with_schema(fields, after, op="u")
-    [event] = events(decode(line(record)))
+    announced, event = events(decode(line(record)))
     assert event.after == {"id": 1} and event.meta["unavailable_columns"] == ["blob", "doc", "tags"]
+    # unavailable columns are missing values, not missing columns: the schema still names them
+    assert [c["name"] for c in announced.ddl["columns"]] == ["id", "doc", "blob", "tags"]
     [custom] = events(
-        decode(line(with_schema(fields, {"id": 1, "doc": "??"}, op="u")), unavailableValuePlaceholder="??")
+        rows(decode(line(with_schema(fields, {"id": 1, "doc": "??"}, op="u")), unavailableValuePlaceholder="??"))
     )
     assert custom.after == {"id": 1}
 
