@@ -39,6 +39,10 @@ demo: setup
 test: setup
 	$(PY) -m pytest -q
 
+# throughput, memory and correctness of every format (about 1M changes each; BENCH_ARGS="--quick" for 100k)
+bench: setup
+	$(PY) -m cdclake.bench $(BENCH_ARGS)
+
 lint: setup
 	$(VENV)/bin/ruff check cdclake dags spark_jobs plugins tests
 	$(VENV)/bin/ruff format --check cdclake dags spark_jobs plugins tests

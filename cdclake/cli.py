@@ -5,6 +5,11 @@
   every record decoded, 1 when some were rejected, 2 on bad usage.
 - ``python -m cdclake apply --format ID [--option K=V ...] --warehouse DIR FILE...``
 - ``python -m cdclake show --warehouse DIR TABLE [--meta]``
+- ``python -m cdclake replay --warehouse DIR (--batch-dir DIR | --source-dir DIR) [--option K=V ...]
+  [--key TABLE=COL,COL ...] [--dry-run]``: re-process quarantined records after a fix
+  (``cdclake.replay``); exit 1 when some records are still quarantined or not replayable.
+- ``python -m cdclake rebuild --warehouse DIR --source-dir DIR [--table T ...] --from changelog|archive
+  [--dry-run]``: rebuild a source's lake tables (``cdclake.jobs.rebuild``).
 """
 
 from __future__ import annotations
@@ -62,6 +67,29 @@ def build_parser() -> argparse.ArgumentParser:
     ret.add_argument("--days", type=float, default=None, help="default: table property or 30")
     ret.add_argument("--namespace", default=None)
     ret.add_argument("table", metavar="TABLE")
+
+    rep = sub.add_parser("replay", help="re-process a batch's quarantined records after a fix")
+    rep.add_argument("--warehouse", required=True, metavar="DIR")
+    where = rep.add_mutually_exclusive_group(required=True)
+    where.add_argument("--batch-dir", metavar="DIR", help="one staged batch: <staging>/<source>/<batch_id>")
+    where.add_argument("--source-dir", metavar="DIR", help="every staged batch of a source: <staging>/<source>")
+    rep.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="decoder option override")
+    rep.add_argument(
+        "--key",
+        action="append",
+        default=[],
+        metavar="TABLE=COL[,COL]",
+        help="primary key of a source table (repeatable; * for every table)",
+    )
+    rep.add_argument("--dry-run", action="store_true", help="only say what would be replayed")
+
+    reb = sub.add_parser("rebuild", help="rebuild a source's lake tables from their change log or the raw archive")
+    reb.add_argument("--warehouse", required=True, metavar="DIR")
+    reb.add_argument("--source-dir", required=True, metavar="DIR", help="the source's staging folder")
+    reb.add_argument("--table", action="append", default=[], metavar="TABLE", help="source table (default: all)")
+    reb.add_argument("--from", dest="mode", required=True, choices=("changelog", "archive"))
+    reb.add_argument("--run-id", default=None, help="folder of the rebuild report (default: a UTC timestamp)")
+    reb.add_argument("--dry-run", action="store_true", help="only list the tables and batches")
     return parser
 
 
@@ -74,6 +102,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _apply(args)
         if args.command == "retention":
             return _retention(args)
+        if args.command == "replay":
+            return _replay(args)
+        if args.command == "rebuild":
+            return _rebuild(args)
         return _show(args)
     except OptionError as exc:
         sys.stderr.write(f"python -m cdclake {args.command}: error: {exc}\n")
@@ -134,6 +166,79 @@ def _retention(args: argparse.Namespace) -> int:
 
     spark = build_session("cdclake-retention", args.warehouse, master="local[*]", jars=Settings.from_env().jars())
     report = retention.run(spark, spark_table_name(args.table, args.namespace), days=args.days)
+    sys.stdout.write(to_json(report) + "\n")
+    return EXIT_OK
+
+
+def _session(name: str, warehouse: str):
+    from cdclake.settings import Settings
+    from cdclake.spark import build_session
+
+    return build_session(name, warehouse, master="local[*]", jars=Settings.from_env().jars())
+
+
+def _keys(items: list[str]) -> dict[str, list[str]]:
+    keys = {}
+    for item in items:
+        table, sep, cols = item.rpartition("=")
+        columns = [c.strip() for c in cols.split(",") if c.strip()]
+        if not sep or not table or not columns:
+            raise OptionError(f"--key {item!r}: expected TABLE=COL[,COL] (TABLE may be *)")
+        keys[table] = columns
+    return keys
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from cdclake import replay
+    from cdclake.settings import Settings
+
+    options, keys = Options.parse(args.option).raw(), _keys(args.key)
+    target = Path(args.batch_dir or args.source_dir)
+    if not target.is_dir():
+        raise OptionError(f"no such folder: {target}")
+    if args.batch_dir and not (target / "manifest.json").exists():
+        raise OptionError(f"{target} is not a staged batch (no manifest.json)")
+    spark = None if args.dry_run else _session("cdclake-replay", args.warehouse)
+    kwargs = {"options": options, "keys": keys, "buckets": Settings.from_env().buckets, "dry_run": args.dry_run}
+    if args.batch_dir:
+        results = [replay.replay_batch(spark, target, **kwargs)]
+    else:
+        results = replay.replay_source(spark, target, **kwargs)
+    clean = True
+    for result in results:
+        sys.stdout.write(to_json(result) + "\n")
+        report = result.get("report") or {}
+        clean = clean and not result.get("not_replayable") and not report.get("quarantined")
+        clean = clean and report.get("balanced", True) and result.get("status") != "not-replayable"
+    return EXIT_OK if clean else EXIT_REJECTED
+
+
+def _rebuild(args: argparse.Namespace) -> int:
+    import datetime as dt
+    import os
+
+    from cdclake.jobs import rebuild
+    from cdclake.settings import Settings
+
+    if not os.path.isdir(args.source_dir):
+        raise OptionError(f"no such folder: {args.source_dir}")
+    run_id = args.run_id or dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    spark = None if args.dry_run else _session("cdclake-rebuild", args.warehouse)
+    try:
+        report = rebuild.run(
+            spark,
+            args.source_dir,
+            args.table or None,
+            args.mode,
+            run_id,
+            buckets=Settings.from_env().buckets,
+            dry_run=args.dry_run,
+        )
+    except RuntimeError as exc:
+        sys.stderr.write(f"python -m cdclake rebuild: error: {exc}\n")
+        return EXIT_REJECTED
     sys.stdout.write(to_json(report) + "\n")
     return EXIT_OK
 

@@ -6,14 +6,16 @@ environment names the point:
 - ``CDCLAKE_FAULT=<point>[,<point>...]``: the process dies there by ``SIGKILL`` -- a real crash:
   no ``finally``, no ``atexit``, no Spark shutdown hook, no Iceberg abort/cleanup. The Spark driver
   JVM is killed first (the gateway child PySpark started, or the parent JVM under spark-submit),
-  because a JVM left running could still finish a write the test means to interrupt.
+  because a JVM left running could still finish a write the test means to interrupt. The point's
+  name is appended to ``CDCLAKE_FAULT_LOG`` if set: under spark-submit the driver's stderr passes
+  through the JVM, which may die before it forwards the last line.
 - ``CDCLAKE_PAUSE=<point>`` with ``CDCLAKE_PAUSE_FILE=<path>``: the process creates ``<path>`` and
   waits (once) until the test deletes it, to force an interleaving of two processes.
 
 :func:`inside_commit` arms the two points that sit inside a single Spark call (Iceberg writes the
 data files, then commits, in one ``DataFrameWriterV2`` action): it holds the SQLite catalog's write
 lock so the commit cannot be published, and a watcher thread kills the process when the write has
-reached the named stage. With no variable set every function returns after one dictionary lookup.
+reached the named stage. With no variable set each function returns after two environment lookups.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 FAULT_ENV = "CDCLAKE_FAULT"
+FAULT_LOG_ENV = "CDCLAKE_FAULT_LOG"
 PAUSE_ENV = "CDCLAKE_PAUSE"
 PAUSE_FILE_ENV = "CDCLAKE_PAUSE_FILE"
 #: Iceberg data files of the write are complete (its Spark job ended); the commit is not published.
@@ -60,6 +63,9 @@ def fault_point(name: str) -> None:
 def crash(name: str) -> None:
     """Die now by SIGKILL, Spark driver JVM first; never returns."""
     print(f"cdclake fault injection: killing the process at {name}", file=sys.stderr)
+    if os.environ.get(FAULT_LOG_ENV):
+        with open(os.environ[FAULT_LOG_ENV], "a") as log:
+            log.write(f"{os.getpid()} killed at {name}\n")
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()

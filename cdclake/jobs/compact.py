@@ -580,6 +580,8 @@ def compact_table(
             attempt,
             COMMIT_ATTEMPTS,
         )
+        for table in [name, log_name] + ([name + HISTORY_SUFFIX] if layout.get("scd2") else []):
+            spark.catalog.refreshTable(table)  # what is committed now, e.g. by a zombie run of this batch
         return compact_table(
             spark, batch_dir, batch_id, source_table, layout, default_buckets, full_refresh, attempt + 1
         )

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from cdclake.batch import read_manifest, write_report
-from cdclake.coltypes import quote_ident
+from cdclake.coltypes import canonical_type, quote_ident
 from cdclake.schema_changes import (
     ADD_COLUMN,
     CREATE_TABLE,
@@ -78,20 +78,22 @@ def schema_id(spark, name: str) -> int | None:
 
 
 def _alter(spark, name: str, change: SchemaChange, columns: dict[str, str]) -> None:
+    """One change as Spark SQL: names quoted, types only ever cdclake's own (``canonical_type`` raises otherwise)."""
     col = quote_ident(change.column) if change.column else None
     if change.kind == ADD_COLUMN:
-        spark.sql(f"ALTER TABLE {name} ADD COLUMNS ({col} {change.type or 'string'})")
+        spark.sql(f"ALTER TABLE {name} ADD COLUMNS ({col} {canonical_type(change.type or 'string')})")
     elif change.kind == CREATE_TABLE:
         for column, col_type in change.columns:
             if column not in columns:
-                spark.sql(f"ALTER TABLE {name} ADD COLUMNS ({quote_ident(column)} {col_type or 'string'})")
+                sql_type = canonical_type(col_type or "string")
+                spark.sql(f"ALTER TABLE {name} ADD COLUMNS ({quote_ident(column)} {sql_type})")
                 columns[column] = col_type or "string"
     elif change.kind == DROP_COLUMN:
         spark.sql(f"ALTER TABLE {name} DROP COLUMN {col}")
     elif change.kind == RENAME_COLUMN:
         spark.sql(f"ALTER TABLE {name} RENAME COLUMN {col} TO {quote_ident(change.new_name or '')}")
     elif change.kind == MODIFY_COLUMN:
-        spark.sql(f"ALTER TABLE {name} ALTER COLUMN {col} TYPE {change.type}")
+        spark.sql(f"ALTER TABLE {name} ALTER COLUMN {col} TYPE {canonical_type(change.type or '')}")
 
 
 def plan(changes: list[SchemaChange], columns: dict[str, str], keys: list[str]) -> tuple[list[SchemaChange], list[str]]:

@@ -4,7 +4,10 @@ For each table it settles what the compact step needs before touching the
 lake: the Iceberg identifier, the primary key (configuration overrides the
 format), and one type per column (existing table columns keep their type; new
 columns get the type their values imply, or the format's hint). Row events of a
-table without a known key are quarantined with a reason instead of guessed.
+table without a known key are quarantined with a reason instead of guessed, and so
+are row events carrying a column name the lake cannot hold
+(``cdclake.naming.column_name_problem``: empty, NUL, the reserved ``_cdc_`` prefix,
+a letter-case twin of another column); any other name is stored exactly.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from cdclake.batch import read_manifest, write_json_atomic, write_report
 from cdclake.coltypes import canonical_type, type_from_engine, unify
 from cdclake.events import ROW_OPS
 from cdclake.jobs.decode import DECODED_SPARK_DDL
-from cdclake.naming import iceberg_identifier, spark_table_name
+from cdclake.naming import column_name_problem, iceberg_identifier, spark_table_name
 from cdclake.schema_changes import ADD_COLUMN, SchemaChange
 from cdclake.schema_evolution import HISTORY_PROPERTY, column_map, evolve_columns, parse_history
 from cdclake.transactions import held_inputs, held_output, split_incomplete
@@ -66,6 +69,47 @@ def table_layout(
         "new_columns": new_columns,
         "exists": existing is not None,
     }
+
+
+def unsafe_columns(seen: list[str], known: list[str], legacy: set[str], scd2: bool = False) -> dict[str, str]:
+    """New column names (first-seen order) the lake cannot hold -> why; ``known``: the table's columns,
+    ``legacy``: old names of renamed or dropped columns (they resolve to a known column or to nothing)."""
+    taken, bad = list(known), {}
+    for name in seen:
+        if name in taken or name in legacy:
+            continue
+        problem = column_name_problem(name, taken, scd2)
+        if problem:
+            bad[name] = problem
+        else:
+            taken.append(name)
+    return bad
+
+
+def _unsafe_reason(unsafe: dict[str, dict[str, str]]):
+    """Per row event: why one of its image columns cannot be stored (NULL: none)."""
+    from pyspark.sql import functions as F
+
+    by_table = F.create_map(
+        *[
+            x
+            for table, cols in unsafe.items()
+            for x in (
+                F.lit(table),
+                F.create_map(
+                    *[
+                        y
+                        for col, problem in cols.items()
+                        for y in (F.lit(col), F.lit(f"column {col!r} {problem}: the event cannot be stored in {table}"))
+                    ]
+                ),
+            )
+        ]
+    )
+    empty = F.array().cast("array<string>")
+    names = F.concat(F.coalesce(F.map_keys("before"), empty), F.coalesce(F.map_keys("after"), empty))
+    reasons = F.filter(F.transform(names, lambda k: by_table[F.col("table")][k]), lambda r: r.isNotNull())
+    return F.when(F.col("table").isin(*unsafe), F.get(reasons, 0))
 
 
 def _existing_columns(spark, name: str) -> list[tuple[str, str]] | None:
@@ -211,16 +255,21 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
             table_state(r["table"])
     from cdclake.schema_events import changes_from_events
 
+    def scd2(table: str) -> bool:
+        return table in manifest.scd2 or "*" in manifest.scd2
+
     schema = changes_from_events(
         schema_rows,
         {t: cols for t, (_, cols, _) in state.items()},
         {t: v for t, (_, _, hist) in state.items() if (v := _versions(hist)) is not None},
+        column_problem=lambda table, name, others: column_name_problem(name, others, scd2(table)),
     )
     for table in schema.changes:
         table_state(table)
 
     layouts: dict[str, Any] = {}
     keyless: list[str] = []
+    unsafe: dict[str, dict[str, str]] = {}
     changes_out: dict[str, Any] = {}
     for source_table, stats in sorted(per_table.items()):
         newest = stats["newest_event_ts"]
@@ -242,6 +291,11 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
         evolved = evolve_columns(existing, applied) if existing is not None else None
         first_seen = {col: first for first, col, _, _ in seen.get(source_table, [])}
         cols = [(col, kinds_, hint) for _, col, kinds_, hint in sorted(seen.get(source_table, []))]
+        legacy = set(cmap.renames) | cmap.dropped
+        bad_columns = unsafe_columns([c for c, _, _ in cols], [n for n, _ in evolved or []], legacy, scd2(source_table))
+        if bad_columns:
+            unsafe[source_table] = bad_columns
+            cols = [c for c in cols if c[0] not in bad_columns]
         current = {n for n, _ in evolved or []} | {c for c, _, _ in cols}
         current -= set(cmap.renames) | cmap.dropped
         cols = _translate_seen(cols, cmap, current)
@@ -283,12 +337,20 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
         layout["policy"] = policy
         layout["counts"] = op_counts.get(source_table, {})
         layout["ddl_truncates"] = sum(1 for t in schema.truncates if t["table"] == source_table)
-        layout["scd2"] = source_table in manifest.scd2 or "*" in manifest.scd2
+        layout["scd2"] = scd2(source_table)
+        if bad_columns:
+            layout["unsafe_columns"] = bad_columns
         if not layout["keys"] and stats["row_events"]:
             keyless.append(source_table)
             layout["error"] = (
                 f"table {source_table} has no primary key: the format did not give one; declare it with "
                 f"--option keys=COL1,COL2 or in the source configuration (keys: {{{source_table}: [...]}})"
+            )
+        elif stats["row_events"] and any("," in k or column_name_problem(k) for k in layout["keys"]):
+            keyless.append(source_table)  # the table property cdclake.keys is a comma-separated list
+            layout["error"] = (
+                f"table {source_table}: primary-key column names {layout['keys']!r} cannot be stored (a comma, "
+                "or a name the lake refuses); rename the key columns at the source"
             )
         layouts[source_table] = layout
     for source_table, changes in sorted(schema.changes.items()):
@@ -329,21 +391,30 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
         )
         row_events = row_events.unionByName(ddl_truncates, allowMissingColumns=True)
     good = row_events.where(~F.col("table").isin(*keyless)) if keyless else row_events
-    good.withColumn("_batch", F.lit(manifest.batch_id)).write.mode("overwrite").partitionBy("table").parquet(
-        str(batch_dir / "changelog")
-    )
+    if unsafe:
+        good = good.where(_unsafe_reason(unsafe).isNull())
+    changelog = good.withColumn("_batch", F.lit(manifest.batch_id)).write.mode("overwrite")
+    if good.limit(1).count():
+        changelog.partitionBy("table").parquet(str(batch_dir / "changelog"))
+    else:  # every row event quarantined: one empty file that still carries the schema for the readers
+        changelog.parquet(str(batch_dir / "changelog"))
     quarantined = 0
-    if keyless:
-        bad = row_events.where(F.col("table").isin(*keyless) & F.col("op").isin(*ROW_OPS))
-        reasons = F.create_map(*[x for t in keyless for x in (F.lit(t), F.lit(layouts[t]["error"]))])
-        bad = bad.select(
-            reasons[F.col("table")].alias("error"),
+    if keyless or unsafe:
+        error = F.lit(None).cast("string")
+        if keyless:
+            reasons = F.create_map(*[x for t in keyless for x in (F.lit(t), F.lit(layouts[t]["error"]))])
+            error = F.when(F.col("table").isin(*keyless), reasons[F.col("table")])
+        if unsafe:
+            error = F.coalesce(error, _unsafe_reason(unsafe))
+        bad = row_events.where(F.col("op").isin(*ROW_OPS)).select(
+            error.alias("error"),
             "source_file",
             "source_offset",
             F.to_json(F.struct("table", "op", "seq", "before", "after")).cast("binary").alias("raw"),
         )
+        bad = bad.where(F.col("error").isNotNull())
         bad.write.mode("overwrite").parquet(str(batch_dir / "quarantine" / "normalize"))
-        quarantined = bad.count()
+        quarantined = spark.read.parquet(str(batch_dir / "quarantine" / "normalize")).count()
 
     heartbeat = events.where(F.col("op") == "HEARTBEAT").agg(F.max("event_ts").alias("ts")).first()["ts"]
     report["newest_heartbeat_ts"] = heartbeat.isoformat() if heartbeat else None

@@ -1,0 +1,364 @@
+"""``python -m cdclake.bench`` (``make bench``): throughput, memory and correctness of every format.
+
+Steps (each can be limited by a flag; ``--quick`` shrinks them all):
+
+1. generate the same change stream in every format (two processes) and its expected final table;
+2. per format, one core, no Spark: the bare-parse limit, the decoder alone, the decode task path;
+3. start Spark (timed apart), warm up, then per format stage/decode/normalize/merge as one batch,
+   each step timed with memory peaks, and the lake tables compared with the expected rows;
+4. the naive Spark job on the JSON formats, timed and compared;
+5. the incremental merge curve; 6. one large file decoded with bounded worker memory;
+7. ``benchmarks/results/<date>-bench.md`` (and ``.json``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import shutil
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from cdclake.settings import REPO_ROOT, Settings
+
+#: Generation cost per event and format (µs, measured), to balance the two writer processes.
+_WRITE_COST = {
+    "goldengate-avro-op": 135,
+    "qlik-avro": 106,
+    "goldengate-avro-row": 65,
+    "debezium-json": 62,
+    "cdl-json": 54,
+    "datahub-blob": 52,
+    "goldengate-xml": 44,
+    "datahub-tuple": 44,
+    "goldengate-json": 40,
+    "goldengate-delimited": 29,
+}
+
+
+def log(message: str) -> None:
+    print(f"[bench {dt.datetime.now():%H:%M:%S}] {message}", flush=True)
+
+
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    from cdclake.registry import format_ids
+
+    parser = argparse.ArgumentParser(prog="python -m cdclake.bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=None, help="changes per format (default 1,000,000)")
+    parser.add_argument("--quick", action="store_true", help="100k events, small merge curve and big file")
+    parser.add_argument("--formats", default=",".join(format_ids()), help="comma-separated format ids")
+    parser.add_argument("--merge-sizes", default=None, help="table sizes of the merge curve (default 1M,4M,16M)")
+    parser.add_argument("--merge-max-batch", type=int, default=None, help="skip merge batches above this many events")
+    parser.add_argument("--big-file-gb", type=float, default=None, help="size of the one large file (default 2)")
+    parser.add_argument("--big-file-formats", default="goldengate-json", help="formats of the large-file test")
+    parser.add_argument("--file-events", type=int, default=None, help="changes per landing file (default: 10 files)")
+    parser.add_argument("--sample-events", type=int, default=30_000, help="sample of the single-core measurements")
+    parser.add_argument("--buckets", type=int, default=Settings.from_env().buckets)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--skip", default="", help="steps to skip: pipeline,naive,merge,bigfile,single")
+    parser.add_argument("--work", default=None, help="scratch folder (default: var/bench, removed afterwards)")
+    parser.add_argument("--keep", action="store_true", help="keep the scratch folder")
+    parser.add_argument(
+        "--out", default=None, help="markdown results file (default benchmarks/results/<date>-bench.md)"
+    )
+    args = parser.parse_args(argv)
+    if args.events is None:
+        args.events = 100_000 if args.quick else 1_000_000
+    if args.file_events is None:
+        args.file_events = max(1_000, args.events // 10)
+    if args.merge_sizes is None:
+        args.merge_sizes = "100k" if args.quick else "1M,4M,16M"
+    if args.big_file_gb is None:
+        args.big_file_gb = 0.25 if args.quick else 2.0
+    args.formats = [f.strip() for f in args.formats.split(",") if f.strip()]
+    unknown = sorted(set(args.formats) - set(format_ids()))
+    if unknown:
+        parser.error(f"unknown format(s) {', '.join(unknown)}")
+    args.skip = {s.strip() for s in args.skip.split(",") if s.strip()}
+    return args
+
+
+# --- generation (in worker processes, so the driver's memory is the pipeline's) -------------
+
+
+def _generate_group(
+    formats: list[str], out: str, events: int, seed: int, file_events: int, expected: bool
+) -> dict[str, Any]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from cdclake.bench.generate import generate
+    from cdclake.bench.model import text_of
+
+    gens, stream = generate(formats, Path(out) / "files", events, seed=seed, file_events=file_events)
+    if expected:  # also when ``formats`` is empty: the stream alone
+        folder = Path(out) / "expected"
+        folder.mkdir(parents=True, exist_ok=True)
+        for table in stream.tables:
+            texts = [text_of(c) for c in table.columns]
+            rows = stream.rows[table.full_name].values()
+            columns = {
+                c.name: pa.array([None if r[i] is None else texts[i](r[i]) for r in rows], pa.string())
+                for i, c in enumerate(table.columns)
+            }
+            pq.write_table(pa.table(columns), folder / f"{table.full_name}.parquet")
+    return {"gens": gens, "mix": dict(stream.mix)}
+
+
+def generate_all(args: argparse.Namespace, work: Path) -> tuple[dict[str, Any], dict[str, int], float]:
+    started = time.perf_counter()
+    groups: list[list[str]] = [[], []]
+    loads = [0, 0]
+    for fmt in sorted(args.formats, key=lambda f: -_WRITE_COST.get(f, 50)):
+        i = loads.index(min(loads))
+        groups[i].append(fmt)
+        loads[i] += _WRITE_COST.get(fmt, 50)
+    gens: dict[str, Any] = {}
+    mix: dict[str, int] = {}
+    with ProcessPoolExecutor(2) as pool:
+        futures = [
+            pool.submit(_generate_group, group, str(work), args.events, args.seed, args.file_events, i == 0)
+            for i, group in enumerate(groups)
+        ]
+        for future in futures:
+            result = future.result()
+            gens.update(result["gens"])
+            mix = mix or result["mix"]
+    return gens, mix, time.perf_counter() - started
+
+
+def _single_core(gen: Any, sample_events: int, profile: bool) -> dict[str, Any]:
+    from cdclake.bench.stages import profile_task_path, single_core
+
+    if profile:
+        return {"profile": profile_task_path(gen, sample_events)}
+    return single_core(gen, sample_events)
+
+
+def in_subprocess(fn, *args: Any) -> Any:
+    with ProcessPoolExecutor(1) as pool:
+        return pool.submit(fn, *args).result()
+
+
+# --- machine ------------------------------------------------------------------------------------
+
+
+def machine() -> dict[str, Any]:
+    import platform
+
+    import psutil
+    import pyspark
+
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    jars = [Path(j).name for j in Settings.from_env().jars()]
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "memory_gib": round(psutil.virtual_memory().total / 1024**3, 1),
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "pyspark": pyspark.__version__,
+        "iceberg": next((j.removesuffix(".jar") for j in jars if j.startswith("iceberg-spark-runtime")), None),
+        "java": _java_version(),
+        "load_before": os.getloadavg(),
+    }
+
+
+def _java_version() -> str | None:
+    import subprocess
+
+    try:
+        out = subprocess.run(["java", "-version"], capture_output=True, text=True, timeout=30)
+        return (out.stderr or out.stdout).splitlines()[0]
+    except (OSError, IndexError, subprocess.SubprocessError):
+        return None
+
+
+# --- main ---------------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse_args(argv)
+    from cdclake.bench import report as report_md
+
+    today = dt.date.today().isoformat()
+    out_md = Path(args.out) if args.out else REPO_ROOT / "benchmarks" / "results" / f"{today}-bench.md"
+    work = Path(args.work) if args.work else REPO_ROOT / "var" / "bench"
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    results: dict[str, Any] = {
+        "date": today,
+        "command": "python -m cdclake.bench " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "machine": machine(),
+        "settings": {
+            "events": args.events,
+            "formats": args.formats,
+            "file_events": args.file_events,
+            "sample_events": args.sample_events,
+            "buckets": args.buckets,
+            "shuffle_partitions": os.environ.get("CDCLAKE_SHUFFLE_PARTITIONS", "8"),
+            "seed": args.seed,
+        },
+        "formats": {},
+    }
+    try:
+        run(args, work, results)
+    finally:
+        results["machine"]["load_after"] = os.getloadavg()
+        out_md.parent.mkdir(parents=True, exist_ok=True)
+        out_md.with_suffix(".json").write_text(json.dumps(results, indent=2, default=str))
+        out_md.write_text(report_md.render(results))
+        log(f"results: {out_md}")
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+def run(args: argparse.Namespace, work: Path, results: dict[str, Any]) -> None:
+    from cdclake.bench.model import TABLES
+
+    log(f"generating {args.events} changes in {len(args.formats)} formats")
+    gens, mix, seconds = generate_all(args, work)
+    results["generation"] = {
+        "seconds": seconds,
+        "mix": mix,
+        "formats": {f: {"bytes": g.bytes, "files": len(g.files), "records": g.records} for f, g in gens.items()},
+    }
+    log(f"generated in {seconds:.0f}s")
+
+    if "single" not in args.skip:
+        for fmt in args.formats:
+            single = in_subprocess(_single_core, gens[fmt], args.sample_events, False)
+            results["formats"].setdefault(fmt, {})["single_core"] = single
+            log(f"{fmt}: one core: bare {single['bare_parse_eps']:.0f}, decoder {single['decoder_eps']:.0f} ev/s")
+
+    if not {"pipeline", "naive", "merge", "bigfile"} - args.skip:
+        return
+    from cdclake.bench.compare import compare_tables
+    from cdclake.bench.memory import Sampler
+    from cdclake.bench.stages import run_pipeline
+    from cdclake.spark import build_session
+
+    started = time.perf_counter()
+    spark = build_session("cdclake-bench", work / "warehouse", master="local[*]", jars=Settings.from_env().jars())
+    results["jvm_start_s"] = time.perf_counter() - started
+    results["settings"]["parallelism"] = spark.sparkContext.defaultParallelism
+    log(f"Spark started in {results['jvm_start_s']:.1f}s")
+    tables = {t.full_name: t for t in TABLES}
+    try:
+        with Sampler() as sampler:
+            expected = {name: spark.read.parquet(str(work / "expected" / f"{name}.parquet")).cache() for name in tables}
+            if "pipeline" not in args.skip:
+                _warm_up(spark, work, sampler, args, results)
+                for fmt in args.formats:
+                    log(f"{fmt}: pipeline")
+                    run = run_pipeline(spark, gens[fmt], work, sampler, args.buckets)
+                    run["parallelism"] = spark.sparkContext.defaultParallelism
+                    run["correct"] = compare_tables(spark, tables, expected, run["tables"])
+                    results["formats"].setdefault(fmt, {})["pipeline"] = run
+                    _save_partial(results, work)
+                    log(f"{fmt}: {_summary(run)}")
+            if "naive" not in args.skip:
+                _naive(spark, gens, tables, expected, results, args)
+            if "merge" not in args.skip:
+                from cdclake.bench.merge_curve import parse_size, run_curve
+
+                sizes = [parse_size(s) for s in args.merge_sizes.split(",") if s.strip()]
+                results["merge_curve"] = run_curve(
+                    spark, work / "merge", sizes, args.buckets, args.merge_max_batch, log=log
+                )
+            if "bigfile" not in args.skip:
+                from cdclake.bench.scale import run_big_file
+
+                results["big_file"] = []
+                for fmt in [f.strip() for f in args.big_file_formats.split(",") if f.strip()]:
+                    log(f"{fmt}: one {args.big_file_gb} GB file")
+                    big = run_big_file(spark, fmt, args.big_file_gb, work / "big", sampler)
+                    results["big_file"].append(big)
+                    log(f"{fmt}: big file {big}")
+    finally:
+        spark.stop()
+    _profile_worst(gens, results, args)
+
+
+def _warm_up(spark, work: Path, sampler, args: argparse.Namespace, results: dict[str, Any]) -> None:
+    """A small batch first, so JIT and class loading are not charged to the first format."""
+    from cdclake.bench.generate import generate
+    from cdclake.bench.stages import run_pipeline
+
+    gens, _ = generate(["goldengate-json"], work / "warmup", 500, seed=3, file_events=250)
+    started = time.perf_counter()
+    run_pipeline(spark, gens["goldengate-json"], work / "warmup", sampler, args.buckets, namespace="bench_warmup")
+    results["warm_up_s"] = time.perf_counter() - started
+
+
+def _naive(spark, gens, tables, expected, results: dict[str, Any], args: argparse.Namespace) -> None:
+    from cdclake.bench.compare import canonical, compare_tables, diff
+    from cdclake.bench.generate import PLAIN_KINDS
+    from cdclake.bench.naive import NAIVE_FORMATS, run_naive
+    from cdclake.bench.stages import namespace_of
+
+    for fmt in [f for f in args.formats if f in NAIVE_FORMATS]:
+        log(f"{fmt}: naive job")
+        names, seconds = run_naive(spark, fmt, gens[fmt].files, list(tables.values()), namespace_of(fmt, "naive"))
+        kinds = PLAIN_KINDS[fmt]
+        entry: dict[str, Any] = {"seconds": seconds, "compared_kinds": sorted(kinds)}
+        entry["naive_vs_expected"] = compare_tables(spark, tables, expected, names, kinds)
+        ours = results["formats"].get(fmt, {}).get("pipeline")
+        if ours:
+            ours_names = {src.upper(): name for src, name in ours["tables"].items()}
+            entry["ours_vs_expected"] = compare_tables(spark, tables, expected, ours_names, kinds)
+            entry["ours_s"] = ours["seconds"]["end_to_end"]
+            same = {"wrong": 0}
+            for table_name, table in tables.items():
+                if table_name in names and table_name in ours_names:
+                    counts = diff(
+                        canonical(spark.table(ours_names[table_name]), table, kinds),
+                        canonical(spark.table(names[table_name]), table, kinds),
+                    )
+                    same["wrong"] += counts["wrong"]
+            entry["rows_differing_ours_vs_naive"] = same["wrong"]
+        results.setdefault("naive", {})[fmt] = entry
+        log(f"{fmt}: naive {seconds:.1f}s, wrong rows {entry['naive_vs_expected']['wrong']}")
+
+
+def _profile_worst(gens, results: dict[str, Any], args: argparse.Namespace) -> None:
+    """cProfile of the decode task path of the format furthest from its bare-parse limit."""
+    from cdclake.bench.report import decode_ratio
+
+    ratios = {f: decode_ratio(r) for f, r in results["formats"].items() if decode_ratio(r) is not None}
+    if not ratios:
+        return
+    worst = min(ratios, key=ratios.get)
+    profile = in_subprocess(_single_core, gens[worst], min(args.sample_events, 20_000), True)
+    results["profile"] = {"format": worst, "ratio": ratios[worst], "text": profile["profile"]}
+
+
+def _summary(run: dict[str, Any]) -> str:
+    s = run["seconds"]
+    return (
+        f"e2e {s['end_to_end']:.1f}s (decode {s['decode']:.1f}, normalize {s['normalize']:.1f}, "
+        f"merge {s['merge']:.1f}),"
+        f" wrong rows {run['correct']['wrong']}, balanced {run['report'].get('balanced')}"
+    )
+
+
+def _save_partial(results: dict[str, Any], work: Path) -> None:
+    (work / "partial-results.json").write_text(json.dumps(results, indent=2, default=str))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

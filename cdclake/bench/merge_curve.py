@@ -1,0 +1,209 @@
+"""Incremental merge cost: tables of N rows, then change batches of 1 row, 0.1%, 1% and 10% of N.
+
+For each batch: wall time of the whole pipeline (stage, decode, normalize, compact) and the
+data files the Iceberg commit removed/added out of the table's total (snapshot summary). The
+cost must follow the batch (the buckets it touches), not the table size.
+
+The N-row table is seeded in bulk: one row goes through the pipeline (which creates the table
+and its change log with their real layout and properties), then Spark appends the other rows
+to both, exactly as compact would have written them (key text, bucket, INSERT events). That
+takes seconds instead of the pipeline's minutes per million rows; the initial load's own speed
+is measured by the per-format runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from cdclake.batch import Manifest
+from cdclake.pipeline import run_batch
+from cdclake.settings import Settings
+from cdclake.staging import stage_files
+
+TABLE = "BENCH.ORDERS"
+NOTE = "x" * 20
+
+
+def _line(op: str, pos: int, row: dict) -> str:
+    key = "before" if op == "D" else "after"
+    return json.dumps(
+        {"table": TABLE, "op_type": op, "op_ts": "2024-01-01 00:00:00.000000", "pos": f"{pos:020d}", key: row}
+    )
+
+
+def write_inserts(path: Path, rows: int, first: int = 0) -> None:
+    with open(path, "w") as out:
+        for i in range(first, first + rows):
+            row = {"id": i, "customer": f"C{i % 9973}", "amount": i * 0.5, "qty": i % 17, "status": "NEW", "note": NOTE}
+            out.write(_line("I", i + 1, row) + "\n")
+
+
+def write_changes(path: Path, rows: int, count: int, start_pos: int, seed: int) -> None:
+    """Partial updates (two columns) of ``count`` random keys."""
+    rnd = random.Random(seed)
+    with open(path, "w") as out:
+        for n, key in enumerate(rnd.sample(range(rows), count)):
+            out.write(_line("U", start_pos + n, {"id": key, "status": "CHANGED", "qty": 99}) + "\n")
+
+
+def apply(spark, staging: Path, files: list[Path], namespace: str, batch_id: str, buckets: int) -> dict[str, Any]:
+    manifest = Manifest(
+        source="bench-merge",
+        batch_id=batch_id,
+        format="goldengate-json",
+        options={},
+        keys={"*": ["id"]},
+        namespace=namespace,
+    )
+    stage_files([str(f) for f in files], staging, manifest)
+    report = run_batch(spark, staging / batch_id, buckets=buckets)
+    shutil.rmtree(staging / batch_id, ignore_errors=True)
+    return report
+
+
+def seed_table(spark, work: Path, rows: int, namespace: str, buckets: int) -> tuple[str, float]:
+    """A table of ``rows`` rows (ids 0..rows-1) and its change log; returns (name, seconds)."""
+    from pyspark.sql import functions as F
+
+    started = time.perf_counter()
+    first = work / f"seed-{namespace}.json"
+    write_inserts(first, 1)
+    apply(spark, work / "staging", [first], namespace, f"seed-{namespace}", buckets)
+    name = f"lake.{namespace}.orders"
+    if rows > 1:
+        ids = spark.range(1, rows)
+        key = F.concat(F.lit("["), F.col("id").cast("string"), F.lit("]"))
+        cols = {
+            "id": F.col("id"),
+            "customer": F.concat(F.lit("C"), (F.col("id") % 9973).cast("string")),
+            "amount": F.col("id") * 0.5,
+            "qty": F.col("id") % 17,
+            "status": F.lit("NEW"),
+            "note": F.lit(NOTE),
+        }
+        meta = {
+            "_cdc_op": F.lit("INSERT"),
+            "_cdc_seq": F.lpad((F.col("id") + 1).cast("string"), 32, "0"),
+            "_cdc_ts": F.lit("2024-01-01 00:00:00").cast("timestamp"),
+            "_cdc_batch": F.lit("seed"),
+            "_cdc_bucket": F.pmod(F.crc32(key.cast("binary")), F.lit(buckets)).cast("int"),
+        }
+
+        def json_text(column: str):
+            value = cols[column]
+            return F.concat(F.lit('"'), value, F.lit('"')) if column in ("customer", "status", "note") else value
+
+        after = F.create_map(*[x for c in cols for x in (F.lit(c), json_text(c).cast("string"))])
+        log = {
+            "_key": key,
+            "_old_key": F.lit(None).cast("string"),
+            "_cdc_bucket": meta["_cdc_bucket"],
+            "_role": F.lit("main"),
+            "op": F.lit("INSERT"),
+            "seq": meta["_cdc_seq"],
+            "event_ts": meta["_cdc_ts"],
+            "after": after,
+            "_cdc_batch": F.lit("seed"),
+        }
+        for target, values in ((name, {**cols, **meta}), (name + "__changes", log)):
+            schema = spark.table(target).schema
+            select = [
+                (values[f.name] if f.name in values else F.lit(None)).cast(f.dataType).alias(f.name) for f in schema
+            ]
+            ids.select(*select).writeTo(target).append()
+    return name, time.perf_counter() - started
+
+
+def parse_size(text: str) -> int:
+    text = text.strip().lower()
+    factor = {"k": 1_000, "m": 1_000_000}.get(text[-1:], 1)
+    return int(float(text.rstrip("km")) * factor)
+
+
+BATCHES = (("1 row", 0), ("0.1%", 1000), ("1%", 100), ("10%", 10))
+
+
+def run_curve(
+    spark, work: Path, sizes: list[int], buckets: int, max_batch: int | None = None, log=print
+) -> list[dict[str, Any]]:
+    """Seed each size, then apply the change batches; one result per batch."""
+    work.mkdir(parents=True, exist_ok=True)
+    results: list[dict[str, Any]] = []
+    for size in sizes:
+        namespace = f"bench_merge_{size}_{buckets}"
+        name, seed_s = seed_table(spark, work, size, namespace, buckets)
+        log(f"merge curve: seeded {size} rows in {seed_s:.1f}s")
+        pos = size + 1
+        for label, divisor in BATCHES:
+            count = 1 if divisor == 0 else max(1, size // divisor)
+            if max_batch is not None and count > max_batch:
+                results.append({"rows": size, "batch": label, "events": count, "skipped": True})
+                continue
+            path = work / f"change-{size}-{count}.json"
+            write_changes(path, size, count, pos, seed=count)
+            pos += count
+            started = time.perf_counter()
+            report = apply(spark, work / "staging", [path], namespace, f"merge-{size}-{count}-{buckets}", buckets)
+            seconds = time.perf_counter() - started
+            path.unlink()
+            table = report["tables"].get(TABLE, {})
+            result = {
+                "rows": size,
+                "seed_s": round(seed_s, 1),
+                "batch": label,
+                "events": report["events"],
+                "applied": report["applied"],
+                "seconds": round(seconds, 1),
+                "files_removed": table.get("files_removed"),
+                "files_added": table.get("files_added"),
+                "files_total": table.get("files_total"),
+                "buckets_rewritten": table.get("buckets_rewritten"),
+                "buckets": table.get("buckets"),
+            }
+            results.append(result)
+            log(f"merge curve: {json.dumps(result)}")
+        check = (
+            spark.table(name).selectExpr("count(*) AS n", "count_if(customer IS NULL OR note IS NULL) AS bad").first()
+        )
+        results.append(
+            {"rows": size, "batch": "check", "rows_after": check["n"], "rows_with_lost_columns": check["bad"]}
+        )
+        log(f"merge curve: {size} rows -> {check['n']} rows after the batches, {check['bad']} with lost columns")
+        spark.sql(f"DROP TABLE IF EXISTS {name} PURGE")
+        spark.sql(f"DROP TABLE IF EXISTS {name}__changes PURGE")
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The merge curve alone (``python -m cdclake.bench_merge`` runs this too)."""
+    from cdclake.spark import build_session
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", default=None, help="one table size (old bench_merge flag)")
+    parser.add_argument("--sizes", default="1M", help="comma-separated table sizes, e.g. 1M,4M,16M")
+    parser.add_argument("--buckets", type=int, default=Settings.from_env().buckets)
+    parser.add_argument("--max-batch", type=int, default=None, help="skip batches with more events than this")
+    parser.add_argument("--out", default=None, help="write the results as JSON here too")
+    args = parser.parse_args(argv)
+    sizes = [parse_size(args.rows)] if args.rows else [parse_size(s) for s in args.sizes.split(",")]
+    work = Path(tempfile.mkdtemp(prefix="cdclake-bench-merge-"))
+    spark = build_session("cdclake-bench-merge", work / "warehouse", master="local[*]", jars=Settings.from_env().jars())
+    try:
+        results = run_curve(spark, work, sizes, args.buckets, args.max_batch)
+    finally:
+        spark.stop()
+    if args.out:
+        Path(args.out).write_text(json.dumps(results, indent=2))
+    shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,218 @@
+"""The benchmark's results as markdown (``benchmarks/results/<date>-bench.md``).
+
+Events/s always count logical changes (one update is one change even where the format
+writes it as two records), so every format's figures compare. The headline ratio is the
+decode job's throughput per core used over the bare-parse limit of one core.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def decode_ratio(entry: dict[str, Any]) -> float | None:
+    """Decode job events/s per core used ÷ bare-parse events/s (one core)."""
+    pipe, single = entry.get("pipeline"), entry.get("single_core")
+    if not pipe or not single:
+        return None
+    return decode_eps(pipe) / cores_used(pipe) / single["bare_parse_eps"]
+
+
+def cores_used(pipe: dict[str, Any]) -> int:
+    return max(1, min(pipe.get("parallelism") or 2, pipe.get("decode_tasks") or 1))
+
+
+def decode_eps(pipe: dict[str, Any]) -> float:
+    return pipe["events"] / pipe["seconds"]["decode"]
+
+
+def _n(value: float | None, digits: int = 0) -> str:
+    if value is None:
+        return "—"
+    return f"{value:,.{digits}f}"
+
+
+def _mib(memory: dict[str, dict[str, int]], key: str) -> int:
+    return max((m.get(key, 0) for m in memory.values()), default=0)
+
+
+def ratio_table(results: dict[str, Any]) -> list[str]:
+    lines = [
+        "| format | MB | decode ev/s (tasks) | bare parse ev/s, 1 core | **decode per core ÷ bare** "
+        "| normalize ev/s | merge ev/s | end-to-end ev/s | end-to-end s | wrong rows |",
+        "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+    ]
+    for fmt, entry in sorted(results["formats"].items()):
+        pipe, single = entry.get("pipeline"), entry.get("single_core") or {}
+        if not pipe:
+            continue
+        s, n = pipe["seconds"], pipe["events"]
+        ratio = decode_ratio(entry)
+        lines.append(
+            f"| {fmt} | {pipe['bytes'] / 1e6:,.0f} | {_n(n / s['decode'])} ({pipe.get('decode_tasks')}) "
+            f"| {_n(single.get('bare_parse_eps'))} | **{_n(ratio and ratio * 100, 1)}%** "
+            f"| {_n(n / s['normalize'])} | {_n(n / s['merge'])} | {_n(n / s['end_to_end'])} "
+            f"| {_n(s['end_to_end'], 1)} | {pipe['correct']['wrong']} of {pipe['correct']['expected']:,} |"
+        )
+    return lines
+
+
+def render(results: dict[str, Any]) -> str:
+    from cdclake.bench.bareparse import PARSERS
+
+    m, st = results["machine"], results["settings"]
+    out = [
+        f"# Benchmarks, {results['date']}",
+        "",
+        f"Command: `{results['command']}`",
+        "",
+        f"Machine: {m.get('cpu')}, {m.get('cores')} cores, {m.get('memory_gib')} GiB; {m.get('os')}; "
+        f"Python {m.get('python')}, PySpark {m.get('pyspark')}, {m.get('iceberg')}, {m.get('java')}. "
+        f"Spark local[*] ({st.get('parallelism', '?')} cores), shuffle partitions {st['shuffle_partitions']}, "
+        f"{st['buckets']} key buckets. Load average before/after: "
+        f"{_load(m.get('load_before'))} / {_load(m.get('load_after'))} (the machine is shared).",
+        "",
+        f"Data: {st['events']:,} changes per format (4 tables of 10-20 columns; op mix "
+        f"{_mix(results.get('generation', {}).get('mix', {}))}), {st['file_events']:,} changes per landing file, "
+        f"seed {st['seed']}. Generation took {_n(results.get('generation', {}).get('seconds'))} s. "
+        f"JVM start-up {_n(results.get('jvm_start_s'), 1)} s and a warm-up batch {_n(results.get('warm_up_s'), 1)} s "
+        "are not in any figure below.",
+        "",
+        "## Throughput and the bare-parse limit",
+        "",
+        "Events/s count logical changes. *decode per core ÷ bare*: the decode job's events/s divided by the cores "
+        "it used (its tasks, at most the cores) and by the bare-parse limit (one core, parser per format: "
+        + ", ".join(f"{f} {p}" for f, (p, _) in sorted(PARSERS.items()) if f in results["formats"])
+        + "). End-to-end = stage + decode + normalize + merge (the DDL, truncate and compact jobs). "
+        "Wrong rows: lake rows missing, extra or "
+        "different from the stream's final state.",
+        "",
+        *ratio_table(results),
+        "",
+        "## One core, no Spark",
+        "",
+        f"Over a sample of about {st['sample_events']:,} changes per format: the bare parse, the decoder alone, "
+        "and the decode task's whole Python path (decoder, event rows, Arrow batches), against the decode job's "
+        "events/s per core.",
+        "",
+        "| format | bare parse ev/s | decoder alone ev/s | task path ev/s | decode job ev/s per core "
+        "| decoder ÷ bare | job per core ÷ task path |",
+        "|---|--:|--:|--:|--:|--:|--:|",
+    ]
+    for fmt, entry in sorted(results["formats"].items()):
+        single, pipe = entry.get("single_core"), entry.get("pipeline")
+        if not single:
+            continue
+        job = decode_eps(pipe) / cores_used(pipe) if pipe else None
+        out.append(
+            f"| {fmt} | {_n(single['bare_parse_eps'])} | {_n(single['decoder_eps'])} | {_n(single['task_path_eps'])} "
+            f"| {_n(job)} | {single['decoder_eps'] / single['bare_parse_eps'] * 100:.0f}% "
+            f"| {_n(job and job / single['task_path_eps'] * 100)}% |"
+        )
+    out += [
+        "",
+        "## Memory",
+        "",
+        "Peak RSS (MiB) over the format's steps, sampled every 0.1 s: the driver JVM, the Python driver (this "
+        "benchmark's own process), the largest single Python worker and all Python workers together; "
+        "the decode step's workers apart.",
+        "",
+        "| format | JVM | Python driver | largest worker | all workers | decode: largest worker |",
+        "|---|--:|--:|--:|--:|--:|",
+    ]
+    for fmt, entry in sorted(results["formats"].items()):
+        pipe = entry.get("pipeline")
+        if not pipe:
+            continue
+        mem = pipe["memory"]
+        out.append(
+            f"| {fmt} | {_mib(mem, 'jvm_mib')} | {_mib(mem, 'python_driver_mib')} | {_mib(mem, 'worker_max_mib')} "
+            f"| {_mib(mem, 'workers_total_mib')} | {mem.get('decode', {}).get('worker_max_mib', 0)} |"
+        )
+    if results.get("naive"):
+        out += [
+            "",
+            "## Naive baseline",
+            "",
+            "`spark.read.json`, `row_number()` over the key ordered by the source position, keep the last, drop "
+            "deletes, overwrite each table. Rows are compared on the key and the columns whose JSON value is the "
+            "plain value (the naive job decodes no Kafka Connect or epoch types); *wrong* = missing, extra or "
+            "different from the stream's final state.",
+            "",
+            "| format | ours end-to-end s | naive s | **ours ÷ naive** | naive wrong rows | ours wrong rows "
+            "| rows where ours ≠ naive | compared kinds |",
+            "|---|--:|--:|--:|--:|--:|--:|---|",
+        ]
+        for fmt, entry in sorted(results["naive"].items()):
+            nv, ours = entry["naive_vs_expected"], entry.get("ours_vs_expected") or {}
+            ours_s = entry.get("ours_s")
+            ratio = ours_s and ours_s / entry["seconds"]
+            out.append(
+                f"| {fmt} | {_n(ours_s, 1)} | {entry['seconds']:.1f} | **{_n(ratio, 2)}** "
+                f"| {nv['wrong']:,} of {nv['expected']:,} | {_n(ours.get('wrong'))} "
+                f"| {_n(entry.get('rows_differing_ours_vs_naive'))} | {', '.join(entry['compared_kinds'])} |"
+            )
+    if results.get("merge_curve"):
+        out += [
+            "",
+            "## Incremental merge curve",
+            "",
+            "A table of N rows (seeded in bulk, see `cdclake/bench/merge_curve.py`), then batches of partial "
+            "updates to random keys through the whole pipeline (goldengate-json). Files: data files the commit "
+            "removed / added / the table's total.",
+            "",
+            "| table rows | batch | events | wall s | files removed / added / total | buckets rewritten |",
+            "|--:|---|--:|--:|---|---|",
+        ]
+        for r in results["merge_curve"]:
+            if r.get("batch") == "check":
+                out.append(
+                    f"| {r['rows']:,} | check | | | {r['rows_after']:,} rows after the batches, "
+                    f"{r['rows_with_lost_columns']} with lost columns | |"
+                )
+            elif r.get("skipped"):
+                out.append(f"| {r['rows']:,} | {r['batch']} | {r['events']:,} | skipped (--merge-max-batch) | | |")
+            else:
+                out.append(
+                    f"| {r['rows']:,} | {r['batch']} | {r['events']:,} | {r['seconds']} "
+                    f"| {r['files_removed']} / {r['files_added']} / {r['files_total']} "
+                    f"| {r['buckets_rewritten']} / {r['buckets']} |"
+                )
+    if results.get("big_file"):
+        out += [
+            "",
+            "## One large landing file",
+            "",
+            "| format | size | changes | decode s | ev/s | tasks (pieces) | largest worker MiB | all workers MiB "
+            "| JVM MiB |",
+            "|---|--:|--:|--:|--:|--:|--:|--:|--:|",
+        ]
+        for b in results["big_file"]:
+            mem = b["memory"]
+            out.append(
+                f"| {b['format']} | {b['bytes'] / 1024**3:.2f} GiB | {b['events']:,} | {b['seconds']:.1f} "
+                f"| {_n(b['events'] / b['seconds'])} | {b['tasks']} ({b['pieces']}) | {mem['worker_max_mib']} "
+                f"| {mem['workers_total_mib']} | {mem['jvm_mib']} |"
+            )
+    if results.get("profile"):
+        p = results["profile"]
+        out += [
+            "",
+            f"## Profile of the furthest format: {p['format']} ({p['ratio'] * 100:.1f}% of its bare-parse limit)",
+            "",
+            "cProfile of the decode task's Python path (one core, no Spark), by cumulative and by own time:",
+            "",
+            "```",
+            p["text"],
+            "```",
+        ]
+    return "\n".join(out) + "\n"
+
+
+def _load(value: Any) -> str:
+    return "—" if not value else " ".join(f"{v:.1f}" for v in value)
+
+
+def _mix(mix: dict[str, int]) -> str:
+    total = sum(mix.values()) or 1
+    return ", ".join(f"{k.replace('_', ' ')} {v / total * 100:.0f}%" for k, v in mix.items())

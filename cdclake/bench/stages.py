@@ -1,0 +1,149 @@
+"""One format through the pipeline, each step timed (and its memory peaks taken) on its own.
+
+The steps are the job functions :func:`cdclake.pipeline.run_batch` calls, in its order, so the
+benchmark measures what runs; "merge" is the DDL, truncate and compact jobs together. The same format's files are also
+decoded without Spark in this process (the decoder alone, and the decode task's whole Python
+path: decoder, rows, Arrow batches) on a sample, to tell decoder cost from Spark's.
+"""
+
+from __future__ import annotations
+
+import cProfile
+import io
+import json
+import pstats
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from cdclake.batch import Manifest
+from cdclake.bench.bareparse import parse_files
+from cdclake.bench.generate import Generated
+from cdclake.bench.memory import Sampler
+from cdclake.jobs import compact, ddl, decode, normalize, truncate
+from cdclake.options import Options
+from cdclake.pipeline import build_report
+from cdclake.registry import get_decoder
+from cdclake.staging import stage_files
+
+
+def namespace_of(format_id: str, prefix: str = "bench") -> str:
+    return f"{prefix}_{format_id.replace('-', '_')}"
+
+
+def run_pipeline(
+    spark, gen: Generated, work: Path, sampler: Sampler, buckets: int, keep: bool = False, namespace: str | None = None
+) -> dict[str, Any]:
+    """Stage, decode, normalize and compact one format's files as one batch; time each step."""
+    fmt = gen.format_id
+    staging = work / "staging"
+    manifest = Manifest(
+        source=f"bench-{fmt}",
+        batch_id=f"bench-{fmt}",
+        format=fmt,
+        options=gen.options,
+        keys=gen.keys,
+        namespace=namespace or namespace_of(fmt),
+    )
+    batch_dir = staging / manifest.batch_id
+    seconds: dict[str, float] = {}
+    memory: dict[str, dict[str, int]] = {}
+    sampler.window()
+    steps = (  # cdclake.pipeline.run_batch's order, after staging
+        ("stage", lambda: stage_files(gen.files, staging, manifest)),
+        ("decode", lambda: decode.run(spark, batch_dir)),
+        ("normalize", lambda: normalize.run(spark, batch_dir)),
+        ("ddl", lambda: ddl.run(spark, batch_dir, buckets=buckets)),
+        ("truncate", lambda: truncate.run(spark, batch_dir, buckets=buckets)),
+        ("compact", lambda: compact.run(spark, batch_dir, buckets=buckets)),
+    )
+    results: dict[str, Any] = {}
+    for name, step in steps:
+        started = time.perf_counter()
+        results[name] = step()
+        seconds[name] = time.perf_counter() - started
+        memory[name] = sampler.window().as_mib()
+    seconds["end_to_end"] = sum(seconds.values())
+    seconds["merge"] = seconds["ddl"] + seconds["truncate"] + seconds["compact"]
+    report = build_report(batch_dir)
+    layouts = json.loads((batch_dir / "tables.json").read_text())
+    out = {
+        "format": fmt,
+        "events": gen.events,
+        "records": gen.records,
+        "bytes": gen.bytes,
+        "files": len(gen.files),
+        "seconds": seconds,
+        "memory": memory,
+        "decode_tasks": results["decode"].get("tasks"),
+        "decode_pieces": results["decode"].get("pieces"),
+        "report": {k: v for k, v in report.items() if k != "tables"},
+        "tables": {src: layout["spark_name"] for src, layout in layouts.items()},
+    }
+    if not keep:
+        shutil.rmtree(batch_dir, ignore_errors=True)
+    return out
+
+
+def sample_files(gen: Generated, events: int) -> tuple[list[Path], int]:
+    """The first files holding about ``events`` changes (at least one file), and their bytes."""
+    want = gen.bytes * min(1.0, events / max(1, gen.events))
+    chosen, total = [], 0
+    for path in gen.files:
+        if chosen and total >= want:
+            break
+        chosen.append(path)
+        total += path.stat().st_size
+    return chosen, total
+
+
+def _decoder_alone(gen: Generated, files: list[Path]) -> None:
+    decoder = get_decoder(gen.format_id, Options(gen.options))
+    for path in files:
+        for _ in decoder.decode(path.read_bytes(), path.name):
+            pass
+
+
+def _task_path(gen: Generated, files: list[Path]) -> None:
+    """What a decode task runs in its Python worker: decoder, rows, Arrow batches."""
+    for _ in decode._chunks(decode.decode_files(gen.format_id, gen.options, [(p.name, str(p)) for p in files])):
+        pass
+
+
+def single_core(gen: Generated, sample_events: int) -> dict[str, Any]:
+    """Events/s on one core, without Spark, over a sample of the files: bare parse, the decoder
+    alone and the decode task's Python path. Rates are scaled from bytes (events per byte of
+    this format), so every figure counts the same changes."""
+    files, size = sample_files(gen, sample_events)
+    per_byte = gen.events / max(1, gen.bytes)
+    records, bare = parse_files(gen.format_id, files)
+    started = time.perf_counter()
+    _decoder_alone(gen, files)
+    alone = time.perf_counter() - started
+    started = time.perf_counter()
+    _task_path(gen, files)
+    task = time.perf_counter() - started
+    return {
+        "sample_events": round(size * per_byte),
+        "sample_records": records,
+        "bare_parse_eps": size * per_byte / bare,
+        "decoder_eps": size * per_byte / alone,
+        "task_path_eps": size * per_byte / task,
+    }
+
+
+def profile_task_path(gen: Generated, sample_events: int, top: int = 15) -> str:
+    """cProfile of the decode task's Python path on a sample: the ``top`` functions by cumulative
+    time (where the time goes) and by own time (what to speed up)."""
+    files, _ = sample_files(gen, sample_events)
+    profiler = cProfile.Profile()
+    profiler.runcall(_task_path, gen, files)
+    blocks = []
+    for order in ("cumulative", "tottime"):
+        out = io.StringIO()
+        pstats.Stats(profiler, stream=out).sort_stats(order).print_stats(top)
+        lines = [line.replace(str(Path.cwd()) + "/", "") for line in out.getvalue().splitlines() if line.strip()]
+        start = next((i for i, line in enumerate(lines) if line.lstrip().startswith("ncalls")), 0)
+        blocks.append(f"by {'own' if order == 'tottime' else order} time:\n" + "\n".join(lines[:1] + lines[start:]))
+    return "\n\n".join(blocks)
