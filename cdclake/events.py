@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from enum import StrEnum
+from json.encoder import encode_basestring  # the C escaper json.dumps(..., ensure_ascii=False) uses
 from typing import Any
 
+import orjson
 import pyarrow as pa
 
 
@@ -215,11 +218,60 @@ EVENT_SPARK_DDL = (
 REJECT_SPARK_DDL = "error string, source_file string, source_offset bigint, raw binary"
 
 
+def _decimal_text(value: Decimal) -> str:
+    return str(value) if value.is_finite() else json.dumps(str(value))
+
+
+def _float_text(value: float) -> str:
+    return float.__repr__(value) if value == value and abs(value) != float("inf") else json.dumps(str(value))
+
+
+_ORJSON_OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATACLASS
+
+#: Scalar writers by exact type: one dict lookup per value instead of ``json.dumps``'s encoder set-up
+#: (the decode task's hottest path: a map entry per column of every image). Same text as :func:`to_json`.
+_SCALAR_TEXT: dict[type, Callable[[Any], str]] = {
+    str: encode_basestring,
+    int: int.__repr__,
+    Decimal: _decimal_text,
+    float: _float_text,
+    bool: lambda value: "true" if value else "false",
+    type(None): lambda _: "null",
+}
+
+
+def _orjson_default(value: Any) -> Any:
+    if type(value) is Decimal and value.is_finite():
+        return orjson.Fragment(str(value))
+    raise TypeError  # anything else: the whole value goes through to_json
+
+
+def meta_text(value: Any) -> str:
+    """JSON text of an event's ``meta`` / ``ddl`` (same values as :func:`to_json`).
+
+    orjson writes the common case (dicts of strings and numbers, e.g. a ``column_types`` map on
+    every event) in one C call; values it would write differently (bytes, datetimes, lone
+    surrogates, non-string keys, non-finite decimals) make it raise, and :func:`to_json` writes
+    those. One difference is kept: a float NaN/Infinity (never parsed from JSON text, where they
+    are decimals) is written as ``null``.
+    """
+    try:
+        return orjson.dumps(value, default=_orjson_default, option=_ORJSON_OPTIONS).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        return to_json(value)
+
+
+def value_text(value: Any) -> str:
+    """JSON text of one column value (:func:`to_json`, fast for scalars)."""
+    return _SCALAR_TEXT.get(type(value), to_json)(value)
+
+
 def image_to_text(image: dict[str, Any] | None) -> list[tuple[str, str]] | None:
     """A row image as map entries of JSON text (None stays None: no image)."""
     if image is None:
         return None
-    return [(k, to_json(v)) for k, v in image.items()]
+    get = _SCALAR_TEXT.get
+    return [(k, get(type(v), to_json)(v)) for k, v in image.items()]
 
 
 def image_from_text(entries: Any) -> dict[str, Any] | None:

@@ -3,7 +3,7 @@
 The steps are the job functions :func:`cdclake.pipeline.run_batch` calls, in its order, so the
 benchmark measures what runs; "merge" is the DDL, truncate and compact jobs together. The same format's files are also
 decoded without Spark in this process (the decoder alone, and the decode task's whole Python
-path: decoder, rows, Arrow batches) on a sample, to tell decoder cost from Spark's.
+path: decoder, Arrow columns, Parquet files) on a sample, to tell decoder cost from Spark's.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import io
 import json
 import pstats
 import shutil
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -106,9 +107,10 @@ def _decoder_alone(gen: Generated, files: list[Path]) -> None:
 
 
 def _task_path(gen: Generated, files: list[Path]) -> None:
-    """What a decode task runs in its Python worker: decoder, rows, Arrow batches."""
-    for _ in decode._chunks(decode.decode_files(gen.format_id, gen.options, [(p.name, str(p)) for p in files])):
-        pass
+    """What a decode task runs in its Python worker: decoder, Arrow columns, Parquet files."""
+    with tempfile.TemporaryDirectory(prefix="cdclake-task-") as out:
+        pieces = [(p.name, str(p), 0, None) for p in files]
+        decode.decode_to_files(gen.format_id, gen.options, pieces, None, out, "bench")
 
 
 def single_core(gen: Generated, sample_events: int) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from decimal import Decimal
 from typing import Any
 
 from cdclake.events import ChangeEvent, Rejected, Source
-from cdclake.formats._json import JsonScanner, duplicate_reason, truncation_hint
+from cdclake.formats._json import JsonScanner, duplicate_reason, nests_deeper, truncation_hint
 from cdclake.limits import MAX_JSON_DEPTH as MAX_DEPTH
 from cdclake.limits import MAX_RAW_BYTES, MAX_RECORD_BYTES
 
@@ -126,7 +126,7 @@ def scan_json(data: bytes, file: str) -> Iterator[JsonRecord | Rejected]:
             yield record.reject(f"record is {byte_end - byte_start} bytes, larger than the limit of {MAX_RECORD_BYTES}")
         elif escaped is not None:
             yield record.reject(_encoding_error(text, escaped.start()))
-        elif pos - start > 2 * MAX_DEPTH and too_deep(value):
+        elif nests_deeper(text, start, pos, MAX_DEPTH):
             yield record.reject(f"record nests JSON deeper than {MAX_DEPTH} levels")
         elif scanner.duplicate is not None:
             yield record.reject(duplicate_reason(scanner.duplicate))
@@ -155,20 +155,6 @@ def _encoding_error(text: str, char_pos: int) -> str:
 
 def _line(text: str, char_pos: int) -> int:
     return text.count("\n", 0, char_pos) + 1
-
-
-def too_deep(value: Any) -> bool:
-    """Whether containers nest deeper than :data:`MAX_DEPTH` (iterative: no recursion)."""
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
-        for child in children:
-            if isinstance(child, (dict, list)):
-                if depth + 1 > MAX_DEPTH:
-                    return True
-                stack.append((child, depth + 1))
-    return False
 
 
 def json_kind(value: Any) -> str:

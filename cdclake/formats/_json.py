@@ -93,3 +93,28 @@ def loads_unique(text: str) -> Any:
     the schema mean what this reader happens to pick, not what the writer used.
     """
     return json.loads(text, object_pairs_hook=_unique_object)
+
+
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_EMPTY_CONTAINER = re.compile(r"\{\}|\[\]")
+_BRACKETS_ONLY = str.maketrans({c: None for c in map(chr, range(128)) if c not in "{}[]"})
+
+
+def nests_deeper(text: str, start: int, end: int, limit: int) -> bool:
+    """Whether the JSON value ``text[start:end]`` (already parsed, so well formed) nests containers
+    deeper than ``limit``.
+
+    Worked out on the text rather than by walking the parsed value, which cost a decoder more than
+    parsing did (a Debezium record with its schema block holds hundreds of containers): when the
+    text has at most ``limit`` opening brackets it cannot nest deeper (one C count); otherwise the
+    strings are cut out, the brackets kept, and each round of removing every empty ``{}`` / ``[]``
+    takes exactly one level off, so the number of rounds is the depth.
+    """
+    if text.count("{", start, end) + text.count("[", start, end) <= limit:
+        return False
+    brackets = _STRING.sub("", text[start:end]).translate(_BRACKETS_ONLY)
+    for _ in range(limit):
+        if not brackets:
+            return False
+        brackets = _EMPTY_CONTAINER.sub("", brackets)
+    return bool(brackets)

@@ -43,6 +43,8 @@ import re
 from decimal import Decimal
 from typing import Any
 
+import orjson
+
 from cdclake.coltypes import canonical_type
 from cdclake.events import format_ts
 from cdclake.limits import MAX_CONNECT_SCHEMA_DEPTH, MAX_DECIMAL_BYTES, MAX_DECIMAL_CHARS
@@ -98,7 +100,7 @@ class ConnectValueError(ValueError):
 # --- schemas -----------------------------------------------------------------------------------
 
 
-def struct_fields(schema: Any) -> dict[str, dict[str, Any]] | None:
+def _struct_fields(schema: Any) -> dict[str, dict[str, Any]] | None:
     """Field name -> field schema of a ``struct`` schema; None when ``schema`` is not one."""
     if not isinstance(schema, dict) or schema.get("type") != "struct":
         return None
@@ -189,9 +191,9 @@ def column_type(schema: Any) -> str | None:
     return None
 
 
-def column_types(struct_schema: Any) -> dict[str, str]:
+def _column_types(struct_schema: Any) -> dict[str, str]:
     """:func:`column_type` of every field of a struct schema that has one."""
-    fields = struct_fields(struct_schema) or {}
+    fields = _struct_fields(struct_schema) or {}
     out: dict[str, str] = {}
     for name, spec in fields.items():
         col_type = column_type(spec)
@@ -200,17 +202,58 @@ def column_types(struct_schema: Any) -> dict[str, str]:
     return out
 
 
-def schema_columns(struct_schema: Any) -> list[tuple[str, str | None]] | None:
+def _schema_columns(struct_schema: Any) -> list[tuple[str, str | None]] | None:
     """Every field of a struct schema as (name, :func:`column_type` or None), in field order.
 
     Unlike :func:`column_types` a field without a type hint is kept (as None): a full column list
     must name every column, or a diff against it would drop the ones left out. None when
     ``struct_schema`` is not a struct with a ``fields`` list.
     """
-    fields = struct_fields(struct_schema)
+    fields = _struct_fields(struct_schema)
     if fields is None:
         return None
     return [(name, column_type(spec)) for name, spec in fields.items()]
+
+
+#: Schema interpretations by schema text: a Debezium record repeats its whole schema block, and
+#: reading it again for every record cost more than parsing the record.
+_MEMO: dict[tuple[str, bytes], Any] = {}
+_MEMO_ENTRIES = 4096
+
+
+def _memoized(kind: str, compute: Any, schema: Any) -> Any:
+    """``compute(schema)``, cached by the schema's exact JSON text (orjson, one C call); schemas
+    orjson cannot write (numbers read as Decimal) are computed every time."""
+    if not isinstance(schema, dict):
+        return compute(schema)
+    try:
+        key = (kind, orjson.dumps(schema))
+    except (TypeError, orjson.JSONEncodeError):
+        return compute(schema)
+    found = _MEMO.get(key)
+    if found is None:
+        if len(_MEMO) >= _MEMO_ENTRIES:
+            _MEMO.clear()
+        found = _MEMO[key] = compute(schema)
+    return found
+
+
+def struct_fields(schema: Any) -> dict[str, dict[str, Any]] | None:
+    """Field name -> field schema of a ``struct`` schema; None when ``schema`` is not one."""
+    fields = _memoized("fields", _struct_fields, schema)
+    return None if fields is None else dict(fields)
+
+
+def column_types(struct_schema: Any) -> dict[str, str]:
+    """:func:`column_type` of every field of a struct schema that has one."""
+    return dict(_memoized("types", _column_types, struct_schema))
+
+
+def schema_columns(struct_schema: Any) -> list[tuple[str, str | None]] | None:
+    """Every field of a struct schema as (name, type or None), in field order (see
+    :func:`_schema_columns`); None when ``struct_schema`` is not a struct with a ``fields`` list."""
+    columns = _memoized("columns", _schema_columns, struct_schema)
+    return None if columns is None else list(columns)
 
 
 # --- values --------------------------------------------------------------------------------------

@@ -47,7 +47,7 @@ from typing import Any
 
 from cdclake.events import ChangeEvent, Rejected, Source
 from cdclake.formats import _kafka_connect as kc
-from cdclake.formats._json import JsonScanner, duplicate_reason, truncation_hint
+from cdclake.formats._json import JsonScanner, duplicate_reason, nests_deeper, truncation_hint
 from cdclake.formats.goldengate_json import (
     _ESCAPE_ERRORS,
     _ESCAPED,
@@ -55,7 +55,6 @@ from cdclake.formats.goldengate_json import (
     _json_kind,
     _line,
     _RawSlice,
-    _too_deep,
 )
 from cdclake.limits import MAX_JSON_DEPTH as MAX_DEPTH
 from cdclake.limits import MAX_RAW_BYTES, MAX_RECORD_BYTES
@@ -159,7 +158,7 @@ class DebeziumJsonDecoder(Decoder):
                     f"(first bad byte 0x{bad:02x}); Debezium JSON is always UTF-8"
                 )
                 yield Rejected(reason, source, raw())
-            elif pos - start > 2 * MAX_DEPTH and _too_deep(value):
+            elif nests_deeper(text, start, pos, MAX_DEPTH):
                 yield Rejected(f"record nests JSON deeper than {MAX_DEPTH} levels", source, raw())
             elif scanner.duplicate is not None:
                 yield Rejected(duplicate_reason(scanner.duplicate), source, raw())

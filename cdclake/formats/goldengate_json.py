@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from cdclake.events import ChangeEvent, Rejected, Source
-from cdclake.formats._json import JsonScanner, duplicate_reason, truncation_hint
+from cdclake.formats._json import JsonScanner, duplicate_reason, nests_deeper, truncation_hint
 from cdclake.limits import MAX_JSON_DEPTH as MAX_DEPTH
 from cdclake.limits import MAX_RAW_BYTES, MAX_RECORD_BYTES, MAX_SCHEMA_BYTES
 from cdclake.options import OptionError, Options
@@ -181,7 +181,7 @@ class GoldenGateJsonDecoder(Decoder):
                 yield Rejected(f"record is {size} bytes, larger than the limit of {MAX_RECORD_BYTES}", source, raw())
             elif escaped is not None:
                 yield Rejected(self._encoding_error(escaped.start(), text), source, raw())
-            elif pos - start > 2 * MAX_DEPTH and _too_deep(value):
+            elif nests_deeper(text, start, pos, MAX_DEPTH):
                 yield Rejected(f"record nests JSON deeper than {MAX_DEPTH} levels", source, raw())
             elif scanner.duplicate is not None:
                 yield Rejected(duplicate_reason(scanner.duplicate), source, raw())
@@ -451,20 +451,6 @@ def _parse_ts(value: Any) -> dt.datetime | None:
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=dt.UTC)
     return parsed.astimezone(dt.UTC)
-
-
-def _too_deep(value: Any) -> bool:
-    """Whether containers nest deeper than :data:`MAX_DEPTH` (iterative: no recursion)."""
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
-        for child in children:
-            if isinstance(child, (dict, list)):
-                if depth + 1 > MAX_DEPTH:
-                    return True
-                stack.append((child, depth + 1))
-    return False
 
 
 def _json_kind(value: Any) -> str:

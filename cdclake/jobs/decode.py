@@ -13,8 +13,10 @@ from the piece's start.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -22,13 +24,16 @@ from typing import Any
 import pyarrow as pa
 
 from cdclake.batch import read_manifest, write_json_atomic, write_report
-from cdclake.events import EVENT_SCHEMA, REJECT_SCHEMA, ChangeEvent, Rejected, event_to_row, rejected_to_row
+from cdclake.event_arrow import DECODED_FILE_SCHEMA, DecodedBuilder
+from cdclake.events import EVENT_SCHEMA, REJECT_SCHEMA, ChangeEvent, Rejected, Source, event_to_row, rejected_to_row
 from cdclake.options import Options
 from cdclake.reading import GZIP_MAGIC, LandingFileError, read_landing_bytes
 from cdclake.registry import get_decoder
 
-#: Rows per Arrow batch handed back to Spark.
+#: Rows per Arrow batch written to Parquet.
 CHUNK_ROWS = 8192
+#: Allocations between young-generation garbage collections while a task decodes (Python's default: 700).
+GC_THRESHOLD = 50_000
 #: Quarantined raw bytes are capped; the source file and offset locate the rest.
 MAX_RAW_BYTES = 1 << 20
 #: Files larger than this are decoded in pieces of about this size (formats of :func:`piece_test`).
@@ -46,14 +51,15 @@ DECODED_SPARK_DDL = (
 )
 
 
-def decode_files(
+def decode_items(
     format_id: str,
     options: dict[str, str],
     files: list[tuple[str, str]] | list[tuple[str, str, int, int | None]],
     state_path: str | None = None,
-) -> Iterator[dict[str, Any]]:
-    """Decode ``(name, path)`` files, or ``(name, path, start, end)`` pieces, in order into rows
-    of :data:`DECODED_SCHEMA` (``end`` None: the whole file).
+) -> Iterator[tuple[str, Any, int]]:
+    """Decode ``(name, path)`` files, or ``(name, path, start, end)`` pieces, in order: yields
+    ``("event", ChangeEvent, base)`` and ``("rejected", Rejected, base)`` (``base``: the piece's
+    start, to add to the record's offset), then ``("skipped", (label, count, file), 0)``.
 
     ``state_path``: where a stateful decoder keeps what it learnt between batches (e.g. Qlik
     metadata messages, which the source sends once, not with every file).
@@ -67,20 +73,101 @@ def decode_files(
         try:
             data = read_landing_bytes(path) if end is None else _read_piece(path, start, end)
         except (LandingFileError, OSError) as exc:
-            yield _reject_row(Rejected(f"cannot read landing file: {exc}", _src(name, start)))
+            yield "rejected", Rejected(f"cannot read landing file: {exc}", Source(name, start)), 0
             continue
         for decoded in decoder.decode(data, name):
-            row = _reject_row(decoded) if isinstance(decoded, Rejected) else _event_row(decoded)
-            if start:
-                row["source_offset"] += start  # the decoder counted from the piece's first byte
-            yield row
+            # the decoder counted offsets from the piece's first byte
+            yield ("rejected" if type(decoded) is Rejected else "event"), decoded, start
     state = decoder.export_state() if state_path else None
     if state is not None:
         write_json_atomic(Path(state_path), {"format": format_id, "state": state})
     # records a format skips by design (e.g. Kafka tombstones): counted so the report adds up
     for label, count in (getattr(decoder, "skipped", None) or {}).items():
         if count:
-            yield {"kind": "skipped", "error": label, "source_offset": count, "source_file": files[-1][0]}
+            yield "skipped", (label, count, files[-1][0]), 0
+
+
+def decode_files(
+    format_id: str,
+    options: dict[str, str],
+    files: list[tuple[str, str]] | list[tuple[str, str, int, int | None]],
+    state_path: str | None = None,
+) -> Iterator[dict[str, Any]]:
+    """:func:`decode_items` as row dicts of :data:`DECODED_SCHEMA` (for tools and tests; the
+    decode task builds Arrow columns directly)."""
+    for kind, item, base in decode_items(format_id, options, files, state_path):
+        if kind == "skipped":
+            label, count, name = item
+            yield {"kind": "skipped", "error": label, "source_offset": count, "source_file": name}
+            continue
+        row = _reject_row(item) if kind == "rejected" else _event_row(item)
+        row["source_offset"] += base
+        yield row
+
+
+def decode_to_files(
+    format_id: str,
+    options: dict[str, str],
+    pieces: list[tuple[str, str, int, int | None]],
+    state_path: str | None,
+    out_dir: str,
+    part: str,
+) -> dict[str, int]:
+    """One decode task: decode ``pieces`` into ``out_dir/kind=<event|rejected>/part-<part>.parquet``.
+
+    The worker writes its Parquet itself (pyarrow) instead of handing rows to the JVM: the rows
+    never cross into Spark, and the counts come back with the task, so nothing is read again.
+    A file is written under a temporary name and renamed, so a retried task replaces it whole.
+    Returns ``{"event": n, "rejected": n, "skipped": n}``.
+    """
+    import pyarrow.parquet as pq
+
+    builder = DecodedBuilder(MAX_RAW_BYTES)
+    builders = {"event": builder, "rejected": DecodedBuilder(MAX_RAW_BYTES)}
+    writers: dict[str, Any] = {}
+    temps: dict[str, Path] = {}
+    counts = {"event": 0, "rejected": 0, "skipped": 0}
+
+    def flush(kind: str) -> None:
+        batch = builders[kind].flush()
+        if batch is None:
+            return
+        if kind not in writers:
+            folder = Path(out_dir) / f"kind={kind}"
+            folder.mkdir(parents=True, exist_ok=True)
+            temps[kind] = folder / f".part-{part}.{os.getpid()}.tmp"
+            writers[kind] = pq.ParquetWriter(str(temps[kind]), DECODED_FILE_SCHEMA, compression="snappy")
+        writers[kind].write_batch(batch)
+
+    thresholds = gc.get_threshold()
+    # every decoded record allocates dicts that live until their batch is flushed: with the default
+    # thresholds the collector re-walks them thousands of times per batch (about a third of decoding)
+    gc.set_threshold(GC_THRESHOLD, *thresholds[1:])
+    try:
+        for kind, item, base in decode_items(format_id, options, pieces, state_path):
+            if kind == "skipped":
+                counts["skipped"] += item[1]
+                continue
+            target = builders[kind]
+            if kind == "event":
+                target.add_event(item, base)
+            else:
+                target.add_rejected(item, base)
+            counts[kind] += 1
+            if target.rows >= CHUNK_ROWS:
+                flush(kind)
+        for kind in builders:
+            flush(kind)
+        for kind, writer in writers.items():
+            writer.close()
+            os.replace(temps[kind], temps[kind].parent / f"part-{part}.parquet")
+    finally:
+        gc.set_threshold(*thresholds)
+        for kind, temp in temps.items():
+            if temp.exists():
+                writers[kind].close()
+                temp.unlink()
+    return counts
 
 
 def _read_piece(path: str, start: int, end: int) -> bytes:
@@ -151,12 +238,6 @@ def _next_cut(handle, target: int, starts: Callable[[bytes], bool]) -> int | Non
         at = newline + 1
 
 
-def _src(name: str, offset: int):
-    from cdclake.events import Source
-
-    return Source(name, offset)
-
-
 def _event_row(event: ChangeEvent) -> dict[str, Any]:
     row = event_to_row(event)
     row["kind"] = "event"
@@ -170,21 +251,8 @@ def _reject_row(rejected: Rejected) -> dict[str, Any]:
     return row
 
 
-def _chunks(rows: Iterator[dict[str, Any]]) -> Iterator[pa.RecordBatch]:
-    chunk: list[dict[str, Any]] = []
-    for row in rows:
-        chunk.append(row)
-        if len(chunk) >= CHUNK_ROWS:
-            yield pa.RecordBatch.from_pylist(chunk, schema=DECODED_SCHEMA)
-            chunk = []
-    if chunk:
-        yield pa.RecordBatch.from_pylist(chunk, schema=DECODED_SCHEMA)
-
-
 def run(spark, batch_dir: str | Path) -> dict[str, Any]:
     """Decode every file of the batch; write ``decoded/`` and the decode report."""
-    from pyspark.sql import functions as F
-
     batch_dir = Path(batch_dir)
     manifest = read_manifest(batch_dir)
     format_id, options = manifest.format, dict(manifest.options)
@@ -196,10 +264,17 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
         return report
 
     def decode_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        items = []
         for batch in batches:
             columns = (batch.column(c).to_pylist() for c in ("idx", "start", "name", "path", "end"))
-            ordered = [(n, p, s, e) for _, s, n, p, e in sorted(zip(*columns, strict=True))]
-            yield from _chunks(decode_files(format_id, options, ordered, state_path))
+            items.extend(zip(*columns, strict=True))
+        if not items:
+            return
+        items.sort()
+        part = f"{items[0][0]:06d}-{items[0][1]:012d}"  # the task's first piece: the same on a retry
+        ordered = [(n, p, s, e) for _, s, n, p, e in items]
+        counts = decode_to_files(format_id, options, ordered, state_path, str(out), part)
+        yield pa.RecordBatch.from_pylist([{"kind": k, "count": n} for k, n in counts.items()])
 
     state_path = None
     starts = piece_test(format_id, options)
@@ -209,22 +284,17 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
     pieces = [(i, start, name, path, end) for i, name, path in files for start, end in file_pieces(path, starts)]
     slices = 1 if state_path else max(1, min(len(pieces), spark.sparkContext.defaultParallelism * 2))
     # contiguous slices of the ordered list: every piece of a file in one task unless it was cut
+    shutil.rmtree(out, ignore_errors=True)  # a re-run replaces the whole output
     rows = spark.sparkContext.parallelize(pieces, slices)
     frame = spark.createDataFrame(rows, "idx int, start bigint, name string, path string, end bigint")
-    decoded = frame.mapInArrow(decode_partition, DECODED_SPARK_DDL)
-    decoded.write.mode("overwrite").partitionBy("kind").parquet(str(out))
-    counts = {
-        r["kind"]: (r["count"], r["skipped"])
-        for r in spark.read.parquet(str(out))
-        .groupBy("kind")
-        .agg(F.count(F.lit(1)).alias("count"), F.sum("source_offset").alias("skipped"))
-        .collect()
-    }
+    counts = {"event": 0, "rejected": 0, "skipped": 0}
+    for r in frame.mapInArrow(decode_partition, "kind string, count bigint").collect():
+        counts[r["kind"]] += r["count"]
     report = {
         "files": len(files),
-        "events": counts.get("event", (0, 0))[0],
-        "rejected": counts.get("rejected", (0, 0))[0],
-        "skipped": int(counts.get("skipped", (0, 0))[1] or 0),
+        "events": counts["event"],
+        "rejected": counts["rejected"],
+        "skipped": counts["skipped"],
         "tasks": slices,
         "pieces": len(pieces),
     }
