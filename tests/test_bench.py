@@ -85,3 +85,13 @@ def test_formats_with_dependent_records_are_not_cut():
     assert piece_test("goldengate-delimited", {"encoding": "UTF-16"}) is None
     insert_line = piece_test("goldengate-delimited", {"fieldDelimiter": "|"})
     assert insert_line is not None and not insert_line(b"I|T|...") and insert_line(b"D|T|...")
+
+
+def test_single_core_figures_bound_the_task_by_parse_plus_output(generated):
+    from cdclake.bench.stages import single_core
+
+    figures = single_core(generated[0]["goldengate-json"], 1_000)
+    bare, output, ceiling = figures["bare_parse_eps"], figures["output_eps"], figures["ceiling_eps"]
+    assert 0 < ceiling < min(bare, output)
+    assert abs(1 / ceiling - (1 / bare + 1 / output)) < 1e-9 * (1 / ceiling)
+    assert figures["task_path_eps"] < bare

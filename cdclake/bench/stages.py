@@ -113,10 +113,54 @@ def _task_path(gen: Generated, files: list[Path]) -> None:
         decode.decode_to_files(gen.format_id, gen.options, pieces, None, out, "bench")
 
 
+def _output_alone(gen: Generated, files: list[Path]) -> float:
+    """Seconds to produce the decode task's output for the sample's events, and nothing else.
+
+    The events are decoded first (not timed); the timed part rebuilds each canonical event from
+    its fields (fresh image dicts, as any decoder must build them), turns them into Arrow columns
+    and writes the Parquet file. Any Python decoder pays at least the bare parse plus this, so
+    ``1 / (1/bare + 1/output)`` is the ceiling of a decode task, whatever its decoder does.
+    """
+    import pyarrow.parquet as pq
+
+    from cdclake.event_arrow import DECODED_FILE_SCHEMA, DecodedBuilder
+    from cdclake.events import ChangeEvent, Source
+
+    decoder = get_decoder(gen.format_id, Options(gen.options))
+    events = [e for p in files for e in decoder.decode(p.read_bytes(), p.name) if isinstance(e, ChangeEvent)]
+    with tempfile.TemporaryDirectory(prefix="cdclake-output-") as out:
+        started = time.perf_counter()
+        builder = DecodedBuilder(decode.MAX_RAW_BYTES)
+        with pq.ParquetWriter(f"{out}/part.parquet", DECODED_FILE_SCHEMA, compression="snappy") as writer:
+            for e in events:
+                copy = ChangeEvent(
+                    e.table,
+                    e.op,
+                    e.seq,
+                    e.event_ts,
+                    Source(e.source.file, e.source.offset),
+                    e.tx_id,
+                    e.tx_pos,
+                    e.tx_last,
+                    None if e.keys is None else list(e.keys),
+                    None if e.before is None else dict(e.before),
+                    None if e.after is None else dict(e.after),
+                    e.ddl,
+                    dict(e.meta),
+                )
+                builder.add_event(copy)
+                if builder.rows >= decode.CHUNK_ROWS:
+                    writer.write_batch(builder.flush())
+            if builder.rows:
+                writer.write_batch(builder.flush())
+        return time.perf_counter() - started
+
+
 def single_core(gen: Generated, sample_events: int) -> dict[str, Any]:
     """Events/s on one core, without Spark, over a sample of the files: bare parse, the decoder
-    alone and the decode task's Python path. Rates are scaled from bytes (events per byte of
-    this format), so every figure counts the same changes."""
+    alone, the decode task's Python path, the output alone and the ceiling (bare parse + output).
+    Rates are scaled from bytes (events per byte of this format), so every figure counts the same
+    changes."""
     files, size = sample_files(gen, sample_events)
     per_byte = gen.events / max(1, gen.bytes)
     records, bare = parse_files(gen.format_id, files)
@@ -126,7 +170,10 @@ def single_core(gen: Generated, sample_events: int) -> dict[str, Any]:
     started = time.perf_counter()
     _task_path(gen, files)
     task = time.perf_counter() - started
+    output = _output_alone(gen, files)
     return {
+        "output_eps": size * per_byte / output,
+        "ceiling_eps": size * per_byte / (bare + output),
         "sample_events": round(size * per_byte),
         "sample_records": records,
         "bare_parse_eps": size * per_byte / bare,
