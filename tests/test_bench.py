@@ -62,7 +62,7 @@ def test_files_decode_without_rejections_and_bare_parse_counts_the_same_records(
     assert records == consumed == gen.records
 
 
-@pytest.mark.parametrize("format_id", ["goldengate-json", "cdl-json", "goldengate-delimited"])
+@pytest.mark.parametrize("format_id", ["goldengate-json", "cdl-json", "goldengate-delimited", "debezium-json"])
 def test_a_file_cut_into_pieces_decodes_like_the_whole_file(generated, format_id):
     gen = generated[0][format_id]
     path = str(gen.files[0])
@@ -79,12 +79,33 @@ def test_a_file_cut_into_pieces_decodes_like_the_whole_file(generated, format_id
 
 
 def test_formats_with_dependent_records_are_not_cut():
-    for format_id in ("debezium-json", "datahub-blob", "datahub-tuple", "goldengate-xml", "qlik-avro"):
+    for format_id in ("datahub-blob", "datahub-tuple", "goldengate-xml", "qlik-avro"):
         assert piece_test(format_id, {}) is None
     assert piece_test("goldengate-json", {"jsonDelimiter": "CDATA[\\n]"}) is None
     assert piece_test("goldengate-delimited", {"encoding": "UTF-16"}) is None
     insert_line = piece_test("goldengate-delimited", {"fieldDelimiter": "|"})
-    assert insert_line is not None and not insert_line(b"I|T|...") and insert_line(b"D|T|...")
+    assert insert_line is not None and not insert_line(b"I|T|...", b"D|T|...") and insert_line(b"D|T|...", b"")
+
+
+def test_a_debezium_key_record_stays_with_its_value_record(tmp_path: Path):
+    key = b'{"schema":{"type":"struct","fields":[],"name":"srv.shop.t.Key"},"payload":{"id":1}}\n'
+    value = b'{"payload":{"op":"c","after":{"id":1},"source":{"table":"t"}}}\n'
+    path = tmp_path / "d.json"
+    path.write_bytes((key + value) * 2000)
+    starts = piece_test("debezium-json", {})
+    pieces = file_pieces(str(path), starts, piece_bytes=len(key + value) * 100 + 7)
+    assert len(pieces) > 5
+    data = path.read_bytes()
+    assert all(data[start:].startswith(key) for start, _ in pieces)  # never between a key and its value
+
+
+def test_a_pretty_printed_json_record_is_not_cut_inside(tmp_path: Path):
+    record = b'{\n"table": "S.T",\n"after": \n{"A": 1}\n}\n'
+    path = tmp_path / "g.json"
+    path.write_bytes(record * 5000)
+    pieces = file_pieces(str(path), piece_test("goldengate-json", {}), piece_bytes=1000)
+    data = path.read_bytes()
+    assert len(pieces) > 10 and all(data[start:].startswith(record) for start, _ in pieces)
 
 
 def test_single_core_figures_bound_the_task_by_parse_plus_output(generated):

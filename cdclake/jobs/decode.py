@@ -176,15 +176,21 @@ def _read_piece(path: str, start: int, end: int) -> bytes:
         return handle.read(end - start)
 
 
-def piece_test(format_id: str, options: dict[str, str]) -> Callable[[bytes], bool] | None:
-    """Whether a line may start a piece (given its first bytes), or None: files are read whole.
+def piece_test(format_id: str, options: dict[str, str]) -> Callable[[bytes, bytes], bool] | None:
+    """Whether a piece may start at a line, given the line's first bytes and the whole line
+    before it; or None: files are read whole.
 
-    Only formats whose records are lines that depend on no earlier record, read as UTF-8:
-    GoldenGate JSON and CDL JSON (a top-level record starts a line with ``{``; not with a
-    ``jsonDelimiter``) and GoldenGate delimited text with ``\\n`` line ends (never in front of
-    an insert line, which may be the second half of a delete-insert key update). Debezium JSON
-    (a key record applies to the next record), DataHub (update halves, CSV header), XML and
-    the binary formats keep one task per file.
+    Only formats whose records are lines, read as UTF-8, where a record needs nothing from an
+    earlier one, or only from a neighbour the rule keeps in the same piece:
+
+    - GoldenGate JSON and CDL JSON (no ``jsonDelimiter``): a line starting with ``{`` after a
+      line ending with ``}``, so a pretty-printed record is never cut inside;
+    - Debezium JSON: the same, and never right after a Kafka key record (schema name ``*.Key``),
+      whose fields are the keys of the record that follows it;
+    - GoldenGate delimited text with ``\\n`` line ends: never in front of an insert line, which
+      may be the second half of a delete-insert key update.
+
+    DataHub (update halves, CSV header), XML and the binary formats keep one task per file.
     """
     opts = Options(options)
     if (opts.str("encoding") or "UTF-8").strip().lower().replace("-", "").replace("_", "") != "utf8":
@@ -192,18 +198,22 @@ def piece_test(format_id: str, options: dict[str, str]) -> Callable[[bytes], boo
     if format_id in ("goldengate-json", "cdl-json"):
         if opts.str("jsonDelimiter"):
             return None
-        return lambda line: line.startswith(b"{")
+        return lambda line, previous: line.startswith(b"{") and previous.rstrip().endswith(b"}")
+    if format_id == "debezium-json":
+        return lambda line, previous: (
+            line.startswith(b"{") and previous.rstrip().endswith(b"}") and b'.Key"' not in previous
+        )
     if format_id == "goldengate-delimited":
         if (opts.str("lineDelimiter") or "\n") != "\n":
             return None
         if not opts.bool("includeOpType", True):
-            return lambda line: True
+            return lambda line, previous: True
         insert = ((opts.str("insertOpKey") or "I") + (opts.str("fieldDelimiter") or "\x01")).encode()
-        return lambda line: not line.startswith(insert)
+        return lambda line, previous: not line.startswith(insert)
     return None
 
 
-def file_pieces(path: str, starts: Callable[[bytes], bool] | None, piece_bytes: int = PIECE_BYTES):
+def file_pieces(path: str, starts: Callable[[bytes, bytes], bool] | None, piece_bytes: int = PIECE_BYTES):
     """``(start, end)`` byte ranges cut just before record lines; ``[(0, None)]``: read whole."""
     try:
         size = os.path.getsize(path)
@@ -223,19 +233,23 @@ def file_pieces(path: str, starts: Callable[[bytes], bool] | None, piece_bytes: 
     return list(zip(cuts, [*cuts[1:], size], strict=True))
 
 
-def _next_cut(handle, target: int, starts: Callable[[bytes], bool]) -> int | None:
-    """The first line start at or after ``target`` that ``starts`` accepts (None: none near)."""
+def _next_cut(handle, target: int, starts: Callable[[bytes, bytes], bool]) -> int | None:
+    """The first line start at or after ``target`` that ``starts`` accepts (None: none near).
+
+    A candidate needs its whole previous line inside the block read, so the line that runs
+    into ``target`` is never judged on a part of it.
+    """
     handle.seek(target - 1)
     block = handle.read(_CUT_SEARCH_BYTES)
-    at = 0
-    while True:
-        newline = block.find(b"\n", at)
+    previous_end = block.find(b"\n")
+    while previous_end >= 0:
+        newline = block.find(b"\n", previous_end + 1)
         if newline < 0 or newline + 1 >= len(block):
             return None
-        line = block[newline + 1 : newline + 65]
-        if starts(line):
+        if starts(block[newline + 1 : newline + 65], block[previous_end + 1 : newline]):
             return target + newline
-        at = newline + 1
+        previous_end = newline
+    return None
 
 
 def _event_row(event: ChangeEvent) -> dict[str, Any]:
