@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -170,8 +171,32 @@ def _write_json(value: Any, out: list[str]) -> None:
         raise TypeError(f"cannot write {type(value).__name__} as JSON")
 
 
+_JSON_INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
+_JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+_JSON_CONSTANTS = {"null": None, "true": True, "false": False}
+
+
 def from_json(text: str) -> Any:
-    """Parse JSON text, reading non-integer numbers as exact ``Decimal``."""
+    """Parse JSON text, reading non-integer numbers as exact ``Decimal``.
+
+    Column values are read back once per event in the merge, so the usual scalars skip the
+    JSON parser: a string without escapes is its inside, ``null``/``true``/``false`` their
+    constants, an integer or a number (checked against JSON's number grammar) ``int`` or
+    ``Decimal`` of its text, which is what ``json.loads(text, parse_float=Decimal)`` gives.
+    Anything else goes to ``json.loads``.
+    """
+    first = text[:1]
+    if first == '"':
+        inner = text[1:-1]
+        if len(text) > 1 and text[-1] == '"' and "\\" not in inner and '"' not in inner:
+            return inner
+    elif first == "-" or "0" <= first <= "9":
+        if _JSON_INT.fullmatch(text):
+            return int(text)
+        if _JSON_NUMBER.fullmatch(text):
+            return Decimal(text)
+    elif text in _JSON_CONSTANTS:
+        return _JSON_CONSTANTS[text]
     return json.loads(text, parse_float=Decimal)
 
 
