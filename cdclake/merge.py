@@ -20,7 +20,8 @@ from typing import Any
 from cdclake.coltypes import CastError, cast
 from cdclake.events import to_json
 
-META_COLUMNS = ("_cdc_op", "_cdc_seq", "_cdc_ts", "_cdc_batch", "_cdc_bucket")
+#: Metadata columns of a lake row; ``_cdc_bucket`` and ``_cdc_key`` are internal (hidden by ``show``).
+META_COLUMNS = ("_cdc_op", "_cdc_seq", "_cdc_ts", "_cdc_batch", "_cdc_bucket", "_cdc_key")
 
 
 @dataclass(slots=True)

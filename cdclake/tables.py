@@ -87,10 +87,20 @@ def _sortable(value: Any) -> tuple[int, Any]:
 
 
 def snapshot_summaries(warehouse: str | Path, source_table: str, namespace: str | None = None) -> list[dict[str, str]]:
-    """Snapshot summaries, oldest first (batch ids live here)."""
+    """Snapshot summaries of the table's history (``main`` and its ancestors), oldest first (batch ids live here).
+
+    Snapshots of other branches are left out: compact merges into a private branch first, and a merge
+    that was never published (a lost race, a crash) is not part of the table.
+    """
     table = load_table(warehouse, source_table, namespace)
+    by_id = {snap.snapshot_id: snap for snap in table.snapshots()}
+    lineage = []
+    current = table.current_snapshot()
+    while current is not None:
+        lineage.append(current)
+        current = by_id.get(current.parent_snapshot_id) if current.parent_snapshot_id is not None else None
     out = []
-    for snap in table.snapshots():
+    for snap in reversed(lineage):
         summary = dict(snap.summary.additional_properties) if snap.summary else {}
         summary["operation"] = str(snap.summary.operation.value) if snap.summary else ""
         summary["snapshot-id"] = str(snap.snapshot_id)

@@ -1,12 +1,14 @@
 """Incremental merge cost: tables of N rows, then change batches of 1 row, 0.1%, 1% and 10% of N.
 
-For each batch: wall time of the whole pipeline (stage, decode, normalize, compact) and the
-data files the Iceberg commit removed/added out of the table's total (snapshot summary). The
-cost must follow the batch (the buckets it touches), not the table size.
+For each batch: wall time of the whole pipeline (stage, decode, normalize, compact), the merge
+mode (merge-on-read or bucket overwrite), the data files the Iceberg commit removed/added out of
+the table's total, the delete files it added and the table holds, and the rows it wrote (snapshot
+summary). The cost must follow the batch, not the table size.
 
 The N-row table is seeded in bulk: one row goes through the pipeline (which creates the table
 and its change log with their real layout and properties), then Spark appends the other rows
-to both, exactly as compact would have written them (key text, bucket, INSERT events). That
+to both, exactly as compact would have written them (key text in ``_cdc_key``, bucket, INSERT
+events; the table was created with ``cdclake.row-keys=1``, so every row must have its key). That
 takes seconds instead of the pipeline's minutes per million rows; the initial load's own speed
 is measured by the per-format runs.
 """
@@ -94,6 +96,7 @@ def seed_table(spark, work: Path, rows: int, namespace: str, buckets: int) -> tu
             "_cdc_ts": F.lit("2024-01-01 00:00:00").cast("timestamp"),
             "_cdc_batch": F.lit("seed"),
             "_cdc_bucket": F.pmod(F.crc32(key.cast("binary")), F.lit(buckets)).cast("int"),
+            "_cdc_key": key,  # merge-on-read matches rows on it (the table is created with cdclake.row-keys=1)
         }
 
         def json_text(column: str):
@@ -164,6 +167,10 @@ def run_curve(
                 "files_removed": table.get("files_removed"),
                 "files_added": table.get("files_added"),
                 "files_total": table.get("files_total"),
+                "delete_files_added": table.get("delete_files_added"),
+                "delete_files_total": table.get("delete_files_total"),
+                "rows_rewritten": table.get("rows_rewritten"),
+                "merge_mode": table.get("merge_mode"),
                 "buckets_rewritten": table.get("buckets_rewritten"),
                 "buckets": table.get("buckets"),
             }

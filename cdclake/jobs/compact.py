@@ -5,26 +5,50 @@ Per source table there are two Iceberg tables, both partitioned by
 
 - ``<table>__changes``: the append-only change log (every row event with its
   key, images, order and lineage; truncates in bucket -1);
-- ``<table>``: the current rows.
+- ``<table>``: the current rows, each with its canonical key text in the hidden
+  column ``_cdc_key``.
 
 A batch is applied in two atomic commits, each carrying the batch id in its
-snapshot summary: (1) append the batch's events to the change log, (2) for the
-buckets the batch touches, replace the rows of the affected keys by the
-*refold* of all their logged events (``cdclake.merge.refold``) and keep the
-other rows as they are, in one ``overwrite(_cdc_bucket IN ...)``. Because a
-key's row is a function of the set of its events, batches applied late, twice
-or in any order give the same table; the logged deletes are the tombstones.
-A crash between or during the commits leaves the previous snapshots; the
-retry skips what is already committed and recomputes the rest from the same
-inputs. The overwrite validates (serializable isolation) that no other commit
-added or deleted files in its buckets since the snapshot it read; on such a
-conflict the table is re-read and the fold recomputed, up to COMMIT_ATTEMPTS
-times (docs/reliability.md, "Crashes and retries").
+snapshot summary: (1) append the batch's events to the change log, (2) replace
+the rows of the affected keys by the *refold* of all their logged events
+(``cdclake.merge.refold``). Because a key's row is a function of the set of its
+events, batches applied late, twice or in any order give the same table; the
+logged deletes are the tombstones. A crash between or during the commits leaves
+the previous snapshots; the retry skips what is already committed and recomputes
+the rest from the same inputs.
+
+Commit (2) takes one of two paths (``merge_mode`` in the report):
+
+- ``merge-on-read`` (an ordinary batch): the fold reads only the logged events
+  of the affected keys, never the current rows, and returns per key its row or a
+  ``gone`` marker; a ``MERGE INTO`` on (``_cdc_bucket``, ``_cdc_key``) updates,
+  inserts or deletes those keys only (position deletes, format v2), so the cost
+  follows the batch, not the table. Isolation: the MERGE goes to a private
+  branch created at the snapshot read before the change log (``read_snapshot``),
+  and is published by fast-forwarding ``main`` to it, which fails if anything
+  was committed to ``main`` since then (a SQL MERGE would only validate from the
+  snapshot it scans itself). ``_snapshot_info`` only counts ``main``'s
+  ancestors, so a branch commit that was never published is redone.
+- ``overwrite`` (full refresh, a batch with a TRUNCATE, a table whose rows lack
+  ``_cdc_key``, the first commit of an empty table, buckets of fewer than
+  ``MOR_MIN_BUCKET_ROWS`` rows on average, or a table holding more than
+  ``MAX_EXTRA_FILES_PER_BUCKET`` x buckets delete files and small data files
+  left by merges): every current row of the touched buckets goes through the
+  fold (other keys pass through) and the buckets are replaced in one
+  ``overwrite(_cdc_bucket IN ...)`` validated (serializable isolation) from
+  ``read_snapshot``. Rewriting a bucket drops its delete files and leaves one
+  data file: the maintenance rule also rewrites every bucket with extra files.
+
+On a lost race (validation or fast-forward) the table is re-read and the fold
+recomputed, up to COMMIT_ATTEMPTS times (docs/reliability.md, "Crashes and
+retries"; docs/decisions.md, "Merge-on-read").
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import hashlib
 import json
 import logging
 from collections.abc import Iterator
@@ -42,8 +66,8 @@ from cdclake.naming import SOURCE_TABLE_PROPERTY
 from cdclake.schema_evolution import ColumnMap
 from cdclake.tables import BATCH_PROPERTY
 
-META_DDL = "_cdc_op string, _cdc_seq string, _cdc_ts timestamp, _cdc_batch string, _cdc_bucket int"
-META_NAMES = ["_cdc_op", "_cdc_seq", "_cdc_ts", "_cdc_batch", "_cdc_bucket"]
+META_DDL = "_cdc_op string, _cdc_seq string, _cdc_ts timestamp, _cdc_batch string, _cdc_bucket int, _cdc_key string"
+META_NAMES = ["_cdc_op", "_cdc_seq", "_cdc_ts", "_cdc_batch", "_cdc_bucket", "_cdc_key"]
 LOG_SUFFIX = "__changes"
 LOG_DDL = (
     "_key string, _old_key string, _cdc_bucket int, _role string, op string, seq string, event_ts timestamp, "
@@ -73,8 +97,27 @@ ROUTED_SCHEMA = LOG_SCHEMA.append(pa.field("_error", pa.string()))
 TRUNCATE_BUCKET = -1
 #: Tries of a table's compaction when another process commits to its buckets meanwhile.
 COMMIT_ATTEMPTS = 3
-#: Iceberg's words for a lost commit race (ValidationException / CommitFailedException).
-_CONFLICTS = ("Found conflicting", "Found new conflicting", "CommitFailedException")
+#: Iceberg's words for a lost commit race (ValidationException / CommitFailedException / fast_forward).
+_CONFLICTS = ("Found conflicting", "Found new conflicting", "CommitFailedException", "Cannot fast-forward")
+#: Table property: "1" when every row has its ``_cdc_key`` (set at creation, or after one full rewrite).
+ROW_KEYS_PROPERTY = "cdclake.row-keys"
+#: Table properties of the main table: row-level commits write position deletes (format v2).
+MOR_PROPERTIES = {"write.merge.mode": "merge-on-read"}
+#: Fewer rows than this per touched bucket (on average): rewriting the buckets costs about the same as a
+#: merge, and leaves no delete files. Table property ``cdclake.mor-min-bucket-rows`` overrides it.
+MOR_MIN_BUCKET_ROWS = 1000
+MIN_ROWS_PROPERTY = "cdclake.mor-min-bucket-rows"
+#: Maintenance: merges leave delete files and small data files in the buckets. More such *extra* files
+#: (delete files, and small data files beyond one a bucket) than this x buckets: the batch rewrites its
+#: buckets and every bucket with extra files (the overwrite path), which leaves one data file per bucket
+#: (or a few large ones) and no delete file. Table property ``cdclake.max-extra-files`` overrides the product.
+MAX_EXTRA_FILES_PER_BUCKET = 4
+MAX_EXTRA_FILES_PROPERTY = "cdclake.max-extra-files"
+#: A data file under this share of ``write.target-file-size-bytes`` is small (as in Iceberg's rewrite_data_files).
+SMALL_FILE_RATIO = 0.75
+TARGET_FILE_SIZE = 512 * 1024 * 1024  # Iceberg's default write.target-file-size-bytes
+#: Session conf prefix Iceberg reads snapshot summary properties of SQL commits from.
+SNAPSHOT_PROPERTY_CONF = "spark.sql.iceberg.snapshot-property."
 
 logger = logging.getLogger(__name__)
 #: More keys linked by key changes than this are folded by reading whole buckets.
@@ -128,6 +171,7 @@ def _out_schema(columns: list[tuple[str, str]]) -> pa.Schema:
         pa.field("_cdc_ts", pa.timestamp("us", tz="UTC")),
         pa.field("_cdc_batch", pa.string()),
         pa.field("_cdc_bucket", pa.int32()),
+        pa.field("_cdc_key", pa.string()),
         pa.field("_cdc_kind", pa.string()),
         pa.field("_cdc_info", pa.string()),
     ]
@@ -185,7 +229,7 @@ def route_events(
 
 def fold_part(
     events: pa.Table,
-    rows: pa.Table,
+    rows: pa.Table | None,
     *,
     keys: list[str],
     columns: list[tuple[str, str]],
@@ -193,8 +237,13 @@ def fold_part(
     buckets: int,
     truncate_seq: str | None,
     cmap: ColumnMap | None = None,
+    markers: bool = False,
 ) -> pa.Table:
-    """Refold the affected keys of one worker's part; other rows pass through."""
+    """Refold the affected keys of one worker's part; other rows pass through.
+
+    ``markers`` (the merge-on-read path, no current rows): an affected key left without a row gets a
+    ``gone`` row (only ``_cdc_key`` and ``_cdc_bucket``), so the merge deletes it.
+    """
     types = dict(columns)
     names = [n for n, _ in columns]
     logged = []
@@ -202,21 +251,27 @@ def fold_part(
         logged.append(LoggedEvent(_prepare_row(row, keys, types, cmap), row["_cdc_batch"]))
     state, stats, affected = refold(logged, names, batch_id, truncate_seq)
     out = []
-    for row in rows.to_pylist():
+    for row in rows.to_pylist() if rows is not None else []:
         row.pop("_cdc_part", None)
         key = key_of(row, keys)
         if key in affected:
             continue
         if truncate_seq is not None and (row.get("_cdc_seq") or "") < truncate_seq:
             continue  # only reached when the rows' events are not in the log (table older than its log)
+        row["_cdc_key"] = key  # rows written before _cdc_key existed get theirs here
         row["_cdc_kind"], row["_cdc_info"] = "row", None
         out.append(row)
     for key, row in state.items():
-        row["_cdc_bucket"] = bucket_of(key, buckets)
+        row["_cdc_bucket"], row["_cdc_key"] = bucket_of(key, buckets), key
         row["_cdc_kind"], row["_cdc_info"] = "row", None
         out.append(row)
-    deleted = len(affected - set(state))
-    info = {"applied": stats.applied, "stale": stats.stale, "deleted_keys": deleted}
+    gone = sorted(affected - set(state))
+    if markers:
+        out.extend(
+            {"_cdc_key": key, "_cdc_bucket": bucket_of(key, buckets), "_cdc_kind": "gone", "_cdc_info": None}
+            for key in gone
+        )
+    info = {"applied": stats.applied, "stale": stats.stale, "deleted_keys": len(gone)}
     out.append({"_cdc_kind": "stats", "_cdc_info": json.dumps(info)})
     return pa.Table.from_pylist(out, schema=_out_schema(columns))
 
@@ -300,13 +355,28 @@ def _with_part(rows, part_of: dict[str, int], keys: list[str], ddl: str):
 COUNTS_PROPERTY = "cdclake.counts"
 
 
+def _lineage(spark, name: str) -> list[Any]:
+    """``main``'s snapshots, newest first, with their batch id and counts.
+
+    Commits to other branches (an unpublished merge of a crashed or beaten attempt) are not part of it.
+    """
+    head = spark.sql(f"SELECT snapshot_id FROM {name}.refs WHERE name = 'main'").first()
+    rows = spark.sql(
+        f"SELECT snapshot_id, parent_id, summary['{BATCH_PROPERTY}'] AS batch, "
+        f"summary['{COUNTS_PROPERTY}'] AS counts FROM {name}.snapshots"
+    ).collect()
+    by_id = {r["snapshot_id"]: r for r in rows}
+    out, current = [], (head["snapshot_id"] if head else None)
+    while current is not None and current in by_id:
+        out.append(by_id[current])
+        current = by_id[current]["parent_id"]
+    return out
+
+
 def _committed_counts(spark, name: str, batch_id: str) -> dict[str, Any]:
     """Counts of the commit that already applied ``batch_id`` (the report of a retried task)."""
-    rows = spark.sql(
-        f"SELECT summary['{COUNTS_PROPERTY}'] AS counts FROM {name}.snapshots "
-        f"WHERE summary['{BATCH_PROPERTY}'] = {_sql_string(batch_id)} ORDER BY committed_at DESC LIMIT 1"
-    ).collect()
-    counts = json.loads(rows[0]["counts"]) if rows and rows[0]["counts"] else {}
+    found = next((r for r in _lineage(spark, name) if r["batch"] == batch_id), None)
+    counts = json.loads(found["counts"]) if found is not None and found["counts"] else {}
     return {"applied": 0, "stale": 0, "quarantined": 0, **counts, "status": "already-committed"}
 
 
@@ -330,13 +400,21 @@ def _validated(writer, snapshot_id: int | None):
     return writer if snapshot_id is None else writer.option("validate-from-snapshot-id", str(snapshot_id))
 
 
+class PublishConflict(RuntimeError):
+    """``main`` does not hold this batch's merge after the fast-forward (its branch was replaced meanwhile)."""
+
+
 def _is_conflict(exc: Exception) -> bool:
-    return any(word in str(exc) for word in _CONFLICTS)
+    return isinstance(exc, PublishConflict) or any(word in str(exc) for word in _CONFLICTS)
 
 
 def _snapshot_info(spark, name: str) -> set[str]:
-    rows = spark.sql(f"SELECT summary['{BATCH_PROPERTY}'] AS batch FROM {name}.snapshots").collect()
-    return {r["batch"] for r in rows if r["batch"]}
+    """Batch ids committed to ``name`` (``main``'s history only)."""
+    return {r["batch"] for r in _lineage(spark, name) if r["batch"]}
+
+
+def _properties(spark, name: str) -> dict[str, str]:
+    return {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {name}").collect()}
 
 
 def _create(spark, name: str, ddl: str, props: dict[str, str]) -> None:
@@ -348,7 +426,12 @@ def _create(spark, name: str, ddl: str, props: dict[str, str]) -> None:
 
 
 def ensure_tables(spark, source_table: str, layout: dict[str, Any], buckets: int) -> int:
-    """Create the table and its change log, or add new columns; returns the bucket count."""
+    """Create the table and its change log, or add new columns; returns the bucket count.
+
+    A table made before ``_cdc_key`` existed gets the column (empty; its first compaction is a full
+    rewrite, see ROW_KEYS_PROPERTY) and the merge-on-read properties. Nothing is committed when the
+    table is already as it should be.
+    """
     name = layout["spark_name"]
     columns = [tuple(c) for c in layout["columns"]]
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {name.rsplit('.', 1)[0]}")
@@ -359,8 +442,9 @@ def ensure_tables(spark, source_table: str, layout: dict[str, Any], buckets: int
         "write.parquet.compression-codec": "zstd",
     }
     if not spark.catalog.tableExists(name):
-        _create(spark, name, f"{_table_ddl(columns)}, {META_DDL}", {**common, "cdclake.buckets": str(buckets)})
-    props = {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {name}").collect()}
+        main_props = {**common, "cdclake.buckets": str(buckets), ROW_KEYS_PROPERTY: "1", **MOR_PROPERTIES}
+        _create(spark, name, f"{_table_ddl(columns)}, {META_DDL}", main_props)
+    props = _properties(spark, name)
     owner = props.get(SOURCE_TABLE_PROPERTY)
     if owner and owner != source_table:
         raise ValueError(
@@ -370,8 +454,14 @@ def ensure_tables(spark, source_table: str, layout: dict[str, Any], buckets: int
     buckets = int(props.get("cdclake.buckets", buckets))
     present = {f.name for f in spark.table(name).schema.fields}
     new = [(n, t) for n, t in columns if n not in present]
+    if "_cdc_key" not in present:
+        new.append(("_cdc_key", "string"))
     if new:
         spark.sql(f"ALTER TABLE {name} ADD COLUMNS ({_table_ddl(new)})")
+    missing = {k: v for k, v in MOR_PROPERTIES.items() if k not in props}
+    if missing:
+        pairs = ", ".join(f"{_sql_string(k)}={_sql_string(v)}" for k, v in missing.items())
+        spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ({pairs})")
     if not spark.catalog.tableExists(name + LOG_SUFFIX):
         _create(spark, name + LOG_SUFFIX, LOG_DDL, {**common, "cdclake.buckets": str(buckets)})
     if layout.get("scd2"):
@@ -385,6 +475,124 @@ def ensure_tables(spark, source_table: str, layout: dict[str, Any], buckets: int
         if new:
             spark.sql(f"ALTER TABLE {hist} ADD COLUMNS ({_table_ddl(new)})")
     return buckets
+
+
+MERGE_ON_READ, OVERWRITE = "merge-on-read", "overwrite"
+
+
+def _choose_mode(spark, name: str, props: dict[str, str], touched: list[int], buckets: int) -> tuple[str, list[int]]:
+    """Merge-on-read, or overwrite (and which buckets) for a batch that could merge.
+
+    From the table's file list (metadata only): more extra files (delete files, and small data files
+    beyond one a bucket) than the limit -> overwrite the touched buckets and every bucket with extra
+    files (maintenance); touched buckets smaller than the minimum on average -> overwrite them.
+    Returns (mode, buckets to write).
+    """
+    target = int(props.get("write.target-file-size-bytes", TARGET_FILE_SIZE))
+    rows = spark.sql(
+        f"SELECT partition._cdc_bucket AS bucket, content, file_size_in_bytes < {int(target * SMALL_FILE_RATIO)} "
+        f"AS small, count(*) AS files, sum(record_count) AS records FROM {name}.files GROUP BY 1, 2, 3"
+    ).collect()
+    small, deletes, live = {}, {}, {}
+    for r in rows:
+        bucket = r["bucket"]
+        if r["content"] == 0:
+            live[bucket] = live.get(bucket, 0) + r["records"]
+            small[bucket] = small.get(bucket, 0) + (r["files"] if r["small"] else 0)
+        else:
+            deletes[bucket] = deletes.get(bucket, 0) + r["files"]
+            live[bucket] = live.get(bucket, 0) - (r["records"] if r["content"] == 1 else 0)
+    extra = {b: deletes.get(b, 0) + max(0, small.get(b, 0) - 1) for b in set(small) | set(deletes)}
+    limit = int(props.get(MAX_EXTRA_FILES_PROPERTY, MAX_EXTRA_FILES_PER_BUCKET * buckets))
+    if sum(extra.values()) > limit:
+        return OVERWRITE, sorted(set(touched) | {b for b, n in extra.items() if n})
+    min_rows = int(props.get(MIN_ROWS_PROPERTY, MOR_MIN_BUCKET_ROWS))
+    if sum(live.get(b, 0) for b in touched) < min_rows * len(touched):
+        return OVERWRITE, touched
+    return MERGE_ON_READ, touched
+
+
+def _branch_name(batch_id: str) -> str:
+    """The private branch a batch's merge is committed to before it is published (a plain identifier)."""
+    return "cdclake_" + hashlib.sha1(batch_id.encode("utf-8")).hexdigest()[:16]
+
+
+def _drop_branch(spark, name: str, branch: str) -> None:
+    """Drop ``branch`` if it exists (nothing is committed otherwise)."""
+    if spark.sql(f"SELECT 1 FROM {name}.refs WHERE name = {_sql_string(branch)}").first() is not None:
+        spark.sql(f"ALTER TABLE {name} DROP BRANCH IF EXISTS {branch}")
+
+
+@contextlib.contextmanager
+def _snapshot_properties(spark, properties: dict[str, str]) -> Iterator[None]:
+    """Snapshot summary properties of the SQL commits made inside (Iceberg reads them from the session)."""
+    for key, value in properties.items():
+        spark.conf.set(SNAPSHOT_PROPERTY_CONF + key, value)
+    try:
+        yield
+    finally:
+        for key in properties:
+            spark.conf.unset(SNAPSHOT_PROPERTY_CONF + key)
+
+
+def _merge_sql(target: str, view: str, columns: list[tuple[str, str]], buckets: list[int]) -> str:
+    """MERGE of the fold's rows and ``gone`` markers into ``target`` on (bucket, key); names quoted."""
+    cols = [quote_ident(n) for n, _ in columns] + META_NAMES
+    sets = ", ".join(f"t.{c} = s.{c}" for c in cols)
+    values = ", ".join(f"s.{c}" for c in cols)
+    return (
+        f"MERGE INTO {target} t USING {view} s "
+        f"ON t._cdc_bucket IN ({', '.join(str(b) for b in buckets)}) "
+        "AND t._cdc_bucket = s._cdc_bucket AND t._cdc_key = s._cdc_key "
+        "WHEN MATCHED AND s._cdc_kind = 'gone' THEN DELETE "
+        f"WHEN MATCHED THEN UPDATE SET {sets} "
+        f"WHEN NOT MATCHED AND s._cdc_kind = 'row' THEN INSERT ({', '.join(cols)}) VALUES ({values})"
+    )
+
+
+def _merge_and_publish(
+    spark,
+    name: str,
+    batch_id: str,
+    read_snapshot: int,
+    source,
+    columns: list[tuple[str, str]],
+    buckets: list[int],
+    properties: dict[str, str],
+) -> None:
+    """Merge ``source`` into a branch at ``read_snapshot``, then fast-forward ``main`` to it.
+
+    The fast-forward fails ("Cannot fast-forward") if ``main`` moved since ``read_snapshot``: the
+    serializable check of the overwrite path, for a commit whose own validation would only start at
+    the snapshot its scan reads. The branch stays for the caller to drop (after the fault point).
+    """
+    branch = _branch_name(batch_id)
+    spark.sql(f"ALTER TABLE {name} CREATE OR REPLACE BRANCH {branch} AS OF VERSION {read_snapshot}")
+    spark.catalog.refreshTable(name)
+    view = f"cdclake_merge_{branch}"
+    source.createOrReplaceTempView(view)
+    catalog = name.split(".", 1)[0]
+    try:
+        with inside_commit(spark, name):
+            with _snapshot_properties(spark, properties):
+                spark.sql(_merge_sql(f"{name}.branch_{branch}", view, columns, buckets))
+            spark.sql(
+                f"CALL {catalog}.system.fast_forward(table => {_sql_string(name)}, branch => 'main', "
+                f"to => {_sql_string(branch)})"
+            ).collect()
+    finally:
+        spark.catalog.dropTempView(view)
+    spark.catalog.refreshTable(name)
+    if batch_id not in _snapshot_info(spark, name):
+        raise PublishConflict(f"{name}: branch {branch} was replaced before it was published")
+
+
+def _head_summary(spark, name: str) -> dict[str, str]:
+    head = spark.sql(f"SELECT snapshot_id FROM {name}.refs WHERE name = 'main'").first()
+    if head is None:
+        return {}
+    row = spark.sql(f"SELECT summary FROM {name}.snapshots WHERE snapshot_id = {head['snapshot_id']}").first()
+    return dict(row["summary"]) if row is not None else {}
 
 
 def _linked_keys(spark, log_name: str, keys_df) -> list[str]:
@@ -440,11 +648,13 @@ def compact_table(
     types = dict(columns)
     cmap = ColumnMap.from_dict(layout.get("column_map"))
     buckets = ensure_tables(spark, source_table, layout, default_buckets)
+    branch = _branch_name(batch_id)
+    _drop_branch(spark, name, branch)  # an unpublished merge of a crashed attempt
     main_done = batch_id in _snapshot_info(spark, name) and not full_refresh
     history_done = not layout.get("scd2") or batch_id in _snapshot_info(spark, name + HISTORY_SUFFIX)
     if main_done and history_done:
         return _committed_counts(spark, name, batch_id)
-    # else: a crash between the overwrite and the history commit; the fold is redone for the history only
+    # else: a crash between the table's commit and the history commit; the fold is redone for the history only
 
     # 1. this batch's events -> change-log rows (or quarantine) -> appended once
     events = spark.read.parquet(str(batch_dir / "changelog")).where(F.col("table") == source_table)
@@ -471,6 +681,8 @@ def compact_table(
     # 2. affected keys (with keys linked by key changes) and buckets; the table before the log: every
     # batch committed to the table by the snapshot read has its events in the log read
     read_snapshot = _fresh_snapshot_id(spark, name)
+    props = _properties(spark, name)
+    keyed = props.get(ROW_KEYS_PROPERTY) == "1"
     spark.catalog.refreshTable(log_name)
     log = spark.table(log_name)
     truncates = events.where(F.col("op") == "TRUNCATE").count()  # logged by the truncate step
@@ -482,7 +694,7 @@ def compact_table(
         .union(good.where("_old_key IS NOT NULL").select(F.col("_old_key").alias("k")))
         .distinct()
     )
-    full = full_refresh or truncates > 0
+    full = full_refresh or truncates > 0 or not keyed  # not keyed: rows without _cdc_key, rewritten once
     linked = [] if full else _linked_keys(spark, log_name, batch_keys)
     if linked:
         batch_keys = batch_keys.union(spark.createDataFrame([(k,) for k in linked], "k string")).distinct()
@@ -498,6 +710,10 @@ def compact_table(
         )
     if not affected_buckets:
         return {"status": "no-change", "applied": 0, "stale": 0, "quarantined": quarantined}
+    if full or read_snapshot is None or main_done:
+        mode, rewrite_buckets = OVERWRITE, affected_buckets
+    else:
+        mode, rewrite_buckets = _choose_mode(spark, name, props, affected_buckets, buckets)
 
     # 3. route each key-change component to one worker: the bucket of its smallest key
     pairs = log_events.where("_old_key IS NOT NULL").select("_key", "_old_key").distinct().collect()
@@ -510,28 +726,34 @@ def compact_table(
     names, aliases = [n for n, _ in columns], _aliases(columns)
     aliased = list(zip(aliases, [t for _, t in columns], strict=True))
     alias_keys = [aliases[names.index(k)] for k in keys]
-    current = spark.table(name).where(F.col("_cdc_bucket").isin(affected_buckets))
-    current = _with_part(
-        _aliased(current, columns, META_NAMES), part_of, alias_keys, f"{_table_ddl(aliased)}, {META_DDL}"
-    )
-
     out_ddl = f"{_table_ddl(aliased)}, {META_DDL}, _cdc_kind string, _cdc_info string"
+    fold_args = {
+        "keys": keys,
+        "columns": columns,
+        "batch_id": batch_id,
+        "buckets": buckets,
+        "truncate_seq": truncate_seq,
+        "cmap": cmap,
+    }
 
-    def fold(ev: pa.Table, rows: pa.Table) -> pa.Table:
-        out = fold_part(
-            ev,
-            _renamed(rows, names),
-            keys=keys,
-            columns=columns,
-            batch_id=batch_id,
-            buckets=buckets,
-            truncate_seq=truncate_seq,
-            cmap=cmap,
+    if mode == MERGE_ON_READ:  # the affected keys' events only: no current row is read
+
+        def fold_events(ev: pa.Table) -> pa.Table:
+            return _renamed(fold_part(ev, None, markers=True, **fold_args), aliases)
+
+        folded = ev_parted.groupBy("_cdc_part").applyInArrow(fold_events, out_ddl)
+    else:
+        current = spark.table(name).where(F.col("_cdc_bucket").isin(rewrite_buckets))
+        current = _with_part(
+            _aliased(current, columns, META_NAMES), part_of, alias_keys, f"{_table_ddl(aliased)}, {META_DDL}"
         )
-        return _renamed(out, aliases)
+
+        def fold(ev: pa.Table, rows: pa.Table) -> pa.Table:
+            return _renamed(fold_part(ev, _renamed(rows, names), **fold_args), aliases)
+
+        folded = ev_parted.groupBy("_cdc_part").cogroup(current.groupBy("_cdc_part")).applyInArrow(fold, out_ddl)
 
     merged_dir = batch_dir / "merged" / layout["identifier"]
-    folded = ev_parted.groupBy("_cdc_part").cogroup(current.groupBy("_cdc_part")).applyInArrow(fold, out_ddl)
     fault_point("compact:before-write")
     folded.write.mode("overwrite").parquet(str(merged_dir))
     merged = spark.read.schema(out_ddl).parquet(str(merged_dir))
@@ -539,21 +761,28 @@ def compact_table(
     for r in merged.where("_cdc_kind = 'stats'").select("_cdc_info").collect():
         for k, v in json.loads(r["_cdc_info"]).items():
             stats[k] += v
-    writer = (
-        _real_names(merged.where("_cdc_kind = 'row'"), columns, META_NAMES)
-        .writeTo(name)
-        .option(f"snapshot-property.{BATCH_PROPERTY}", batch_id)
-    )
-    if truncate_seq:
-        writer = writer.option("snapshot-property.cdclake.truncate-watermark", truncate_seq)
     counts = {**stats, "quarantined": quarantined}
-    writer = writer.option(f"snapshot-property.{COUNTS_PROPERTY}", json.dumps(counts, sort_keys=True))
+    properties = {BATCH_PROPERTY: batch_id, COUNTS_PROPERTY: json.dumps(counts, sort_keys=True)}
+    if truncate_seq:
+        properties["cdclake.truncate-watermark"] = truncate_seq
     fault_point("compact:before-commit")
     try:
-        if not main_done:
+        if not main_done and mode == MERGE_ON_READ:
+            source = _real_names(merged.where("_cdc_kind IN ('row', 'gone')"), columns, [*META_NAMES, "_cdc_kind"])
+            # the buckets of the fold's keys (= the touched buckets, unless a key-change chain was cut short)
+            merge_buckets = sorted({r["_cdc_bucket"] for r in source.select("_cdc_bucket").distinct().collect()})
+            _merge_and_publish(spark, name, batch_id, read_snapshot, source, columns, merge_buckets, properties)
+        elif not main_done:
+            writer = _real_names(merged.where("_cdc_kind = 'row'"), columns, META_NAMES).writeTo(name)
+            for key, value in properties.items():
+                writer = writer.option(f"snapshot-property.{key}", value)
             with inside_commit(spark, name):
-                _validated(writer, read_snapshot).overwrite(F.col("_cdc_bucket").isin(affected_buckets))
+                _validated(writer, read_snapshot).overwrite(F.col("_cdc_bucket").isin(rewrite_buckets))
+            if not keyed:  # every row was rewritten with its key
+                spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ({_sql_string(ROW_KEYS_PROPERTY)}='1')")
         fault_point("compact:after-commit")
+        if mode == MERGE_ON_READ:
+            _drop_branch(spark, name, branch)
         if layout.get("scd2"):
             _write_history(
                 spark,
@@ -585,17 +814,21 @@ def compact_table(
         return compact_table(
             spark, batch_dir, batch_id, source_table, layout, default_buckets, full_refresh, attempt + 1
         )
-    summary = spark.sql(f"SELECT summary FROM {name}.snapshots ORDER BY committed_at DESC LIMIT 1").first()["summary"]
+    summary = _head_summary(spark, name)
     return {
         "status": "committed",
         **stats,
         "quarantined": quarantined,
         "truncates_seen": truncates,
-        "buckets_rewritten": len(affected_buckets),
+        "merge_mode": mode,
+        "buckets_rewritten": len(rewrite_buckets),
         "buckets": buckets,
         "files_added": int(summary.get("added-data-files", 0)),
         "files_removed": int(summary.get("deleted-data-files", 0)),
         "files_total": int(summary.get("total-data-files", 0)),
+        "delete_files_added": int(summary.get("added-delete-files", 0)),
+        "delete_files_total": int(summary.get("total-delete-files", 0)),
+        "rows_rewritten": int(summary.get("added-records", 0)),
         "committed_at": dt.datetime.now(dt.UTC).isoformat(),
     }
 

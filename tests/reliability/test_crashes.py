@@ -48,21 +48,32 @@ COMPACT_POINTS = [
     "compact:during-commit",
     "compact:after-commit",
     "compact:before-history",
+    "merge:during-commit",
+    "merge:after-commit",
 ]
 #: Points whose kill comes after the overwrite commit: the crash leaves the new rows, not the old ones.
-COMMITTED_POINTS = {"compact:after-commit", "compact:before-history"}
+COMMITTED_POINTS = {"compact:after-commit", "compact:before-history", "merge:after-commit"}
 #: Points after which the dead write must have left Iceberg data files that no snapshot references.
-ORPHAN_POINTS = {"compact:after-files-written", "compact:during-commit"}
+ORPHAN_POINTS = {"compact:after-files-written", "compact:during-commit", "merge:during-commit"}
 #: ``compact:before-history`` is ``compact:after-commit`` on a table with SCD2 history: killed between the
 #: table's commit and its history's commit.
-FAULT_OF = {"compact:before-history": "compact:after-commit"}
+FAULT_OF = {
+    "compact:before-history": "compact:after-commit",
+    "merge:during-commit": "compact:during-commit",
+    "merge:after-commit": "compact:after-commit",
+}
+#: ``merge:*`` are the same kills on tables that take the merge-on-read path (a MERGE into a private branch,
+#: published by fast-forwarding main): creating the branch is itself a metadata commit, so there the table
+#: keeps its snapshot and rows, not its metadata file.
+MERGE_POINTS = {"merge:during-commit", "merge:after-commit"}
 SCD2_POINTS = {"compact:before-history"}
 RACE = "CRASH.RACE"
 SUBPROCESS_TIMEOUT_S = 600
 
 
 def table_of(point: str) -> str:
-    return "CRASH." + point.split(":", 1)[1].replace("-", "_").upper()
+    prefix = "CRASH.MOR_" if point in MERGE_POINTS else "CRASH."
+    return prefix + point.split(":", 1)[1].replace("-", "_").upper()
 
 
 def gg(table: str, op: str, pos: int, before: dict | None = None, after: dict | None = None) -> str:
@@ -314,6 +325,10 @@ def lake(spark, warehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> La
     first = write(src / "first.json", [line for t in [*tables, RACE] for line in first_batch(t)])
     report = apply_files("goldengate-json", Options({"keys": "id"}), [str(first)], warehouse, spark=spark, scd2=scd2)
     assert report["balanced"] and report["applied"] == 6 * (len(tables) + 1), report
+    for point in MERGE_POINTS:  # small tables take the overwrite path unless told otherwise
+        spark.sql(
+            f"ALTER TABLE {spark_table_name(table_of(point))} SET TBLPROPERTIES ('cdclake.mor-min-bucket-rows'='0')"
+        )
     second = write(src / "second.json", [line for t in tables for line in second_batch(t)])
     batch_dir = prepare(spark, warehouse, second, scd2)
     # the race: both batches change key 1; the first also inserts a key of key 1's bucket that the second never
@@ -363,6 +378,10 @@ def test_a_killed_compaction_leaves_the_previous_snapshot(spark, lake: Lake, poi
     if point in COMMITTED_POINTS:
         assert after.rows == AFTER
         assert batch_commits(lake.warehouse, table, batch_id) == 1
+    elif point in MERGE_POINTS:
+        # main still at its previous snapshot with its rows; the unpublished merge is on no branch of main
+        assert (after.snapshot_id, after.rows) == (before.snapshot_id, BEFORE)
+        assert batch_commits(lake.warehouse, table, batch_id) == 0
     else:
         # the table equals its previous snapshot: same snapshot, same metadata, same rows
         assert (after.snapshot_id, after.metadata_location, after.rows) == (
@@ -415,6 +434,9 @@ def test_the_retried_batch_report_is_balanced(retried: Lake) -> None:
         entry = report["tables"][table_of(point)]
         assert (entry["applied"], entry["stale"], entry["quarantined"]) == SECOND_COUNTS, (point, entry)
     assert report["tables"][table_of("compact:after-commit")]["status"] == "already-committed"
+    assert report["tables"][table_of("merge:after-commit")]["status"] == "already-committed"
+    merged = report["tables"][table_of("merge:during-commit")]
+    assert merged["merge_mode"] == "merge-on-read" and merged["files_removed"] == 0, merged
     assert report["applied"] == SECOND_COUNTS[0] * len(COMPACT_POINTS)
 
 
