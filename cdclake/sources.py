@@ -102,9 +102,7 @@ def _source(path: Path, name: str, body: Any) -> SourceConfig:
         raise ConfigError(f"{where}: field 'schema_policy' is {policy!r}; expected one of {', '.join(POLICIES)}")
     table_policy = body.get("table_schema_policy") or {}
     if not isinstance(table_policy, dict) or any(v not in POLICIES for v in table_policy.values()):
-        raise ConfigError(
-            f"{where}: field 'table_schema_policy' must map table name -> one of {', '.join(POLICIES)}"
-        )
+        raise ConfigError(f"{where}: field 'table_schema_policy' must map table name -> one of {', '.join(POLICIES)}")
     max_quarantined = body.get("max_quarantined")
     if max_quarantined is not None and (not isinstance(max_quarantined, int) or max_quarantined < 0):
         raise ConfigError(f"{where}: field 'max_quarantined' must be a whole number >= 0 (or omitted: no limit)")

@@ -25,8 +25,14 @@ def test_trailing_transaction_is_held_then_completed(spark, tmp_path):
     batch1, batch2 = tmp_path / "b1", tmp_path / "b2"
     batch1.mkdir()
     batch2.mkdir()
-    first = frame(spark, [("T.A", "INSERT", "1", "tx1", False), ("T.A", "INSERT", "2", "tx1", True),
-                          ("T.A", "INSERT", "3", "tx2", False)])
+    first = frame(
+        spark,
+        [
+            ("T.A", "INSERT", "1", "tx1", False),
+            ("T.A", "INSERT", "2", "tx1", True),
+            ("T.A", "INSERT", "3", "tx2", False),
+        ],
+    )
     assert held_inputs(batch1) == []
     keep, hold = split_incomplete(spark, first, None)
     assert sorted(r["seq"] for r in keep.collect()) == ["1", "2"]

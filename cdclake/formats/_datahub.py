@@ -1,10 +1,9 @@
 """Shared pieces of the ``datahub-tuple``, ``datahub-blob`` and ``cdl-json`` decoders.
 
 - :func:`scan_json`: JSON objects one per line, concatenated or pretty-printed, in UTF-8
-  (the encoding DataHub BLOB and CDL write). One ``JSONDecoder.raw_decode`` loop reads all
-  framings; a bad record is rejected with its bytes and byte offset and scanning resumes at
-  the next line starting with ``{`` (licence headers, junk lines and truncated records cost
-  only themselves). Bytes that are not UTF-8 reject only their record.
+  (the encoding DataHub BLOB and CDL write), read by :mod:`._json_framing`; after a bad record
+  scanning resumes at the next line starting with ``{`` (licence headers, junk lines and
+  truncated records cost only themselves). Bytes that are not UTF-8 reject only their record.
 - :func:`datahub_seq`: DataHub ``sequenceId`` / ``_sequence_id_`` (digits, e.g.
   ``1605339516000000004``) zero-padded to :data:`SEQ_WIDTH` so that string order is numeric
   order. Full-load (snapshot) rows carry ``-1``; their ``seq`` is the text ``-1``, which
@@ -20,13 +19,14 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import Any
 
 from cdclake.events import ChangeEvent, Rejected, Source
-from cdclake.formats._json import JsonScanner, duplicate_reason, nests_deeper, truncation_hint
+from cdclake.formats._gg_common import ESCAPED
+from cdclake.formats._json import json_kind, truncation_hint
+from cdclake.formats._json_framing import JsonFraming, JsonLimits, JsonRecord, line_of, scan_records
 from cdclake.limits import MAX_JSON_DEPTH as MAX_DEPTH
 from cdclake.limits import MAX_RAW_BYTES, MAX_RECORD_BYTES
 
@@ -36,9 +36,7 @@ SEQ_WIDTH = 32
 SNAPSHOT_SEQ = "-1"
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-_ESCAPED = re.compile("[\udc80-\udcff]")  # surrogateescape of a byte that is not UTF-8
 _NEXT_RECORD_LINE = re.compile(r"\n[ \t\r\f\v]*\{")
-_BLANKS = re.compile(r"[ \t\r\n\f\v]*")
 _INTEGER = re.compile(r"-?[0-9]+")
 _DIGITS = re.compile(r"[0-9]+")
 
@@ -50,25 +48,9 @@ class RecordError(ValueError):
 # --- JSON records -------------------------------------------------------------------
 
 
-@dataclass(slots=True)
-class JsonRecord:
-    """One parsed JSON value with where it was read (bytes copied only when rejected)."""
-
-    value: Any
-    source: Source
-    data: bytes
-    end: int
-
-    def raw(self) -> bytes:
-        start = self.source.offset
-        return self.data[start : min(self.end, start + MAX_RAW_BYTES)]
-
-    def reject(self, reason: str) -> Rejected:
-        return Rejected(reason, self.source, self.raw())
-
-
 class _ByteOffsets:
-    """Character positions of the decoded text -> byte offsets (forward only)."""
+    """Character positions of the decoded text -> byte offsets (forward only). Cheaper than
+    :class:`~cdclake.formats._gg_common.ByteOffsets` for UTF-8 with ``surrogateescape``: one encode."""
 
     def __init__(self, text: str, base: int, identity: bool) -> None:
         self._text, self._identity = text, identity
@@ -86,52 +68,17 @@ def scan_json(data: bytes, file: str) -> Iterator[JsonRecord | Rejected]:
     """JSON values of a UTF-8 file, in file order, or rejections of what is not JSON."""
     base = 3 if data.startswith(b"\xef\xbb\xbf") else 0
     text = data[base:].decode("utf-8", "surrogateescape")
-    has_escapes = _ESCAPED.search(text) is not None
-    offsets = _ByteOffsets(text, base, identity=not has_escapes and data.isascii())
-    scanner = JsonScanner()
-    pos, end_of_text = 0, len(text)
-    while True:
-        pos = _BLANKS.match(text, pos).end()  # type: ignore[union-attr]  # always matches
-        if pos >= end_of_text:
-            return
-        start = pos
-        try:
-            value, pos = scanner.raw_decode(text, start)
-        except json.JSONDecodeError as exc:
-            if exc.pos < end_of_text and _ESCAPED.match(text, exc.pos):
-                reason = _encoding_error(text, exc.pos)
-            else:
-                reason = f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
-                if text[start] != "{":
-                    reason += f" (a record is a JSON object starting with '{{', this one starts with {text[start]!r})"
-                reason += truncation_hint(exc, text)
-            pos = _resync(text, start)
-            yield _skipped(reason, file, data, offsets, text, start, pos)
-            continue
-        except RecursionError:
-            pos = _resync(text, start)
-            reason = f"record nests JSON deeper than {MAX_DEPTH} levels (line {_line(text, start)})"
-            yield _skipped(reason, file, data, offsets, text, start, pos)
-            continue
-        except ValueError as exc:  # e.g. an integer longer than Python converts
-            pos = _resync(text, start)
-            yield _skipped(
-                f"cannot read the record at line {_line(text, start)}: {exc}", file, data, offsets, text, start, pos
-            )
-            continue
-        byte_start, byte_end = offsets.at(start), offsets.at(pos)
-        record = JsonRecord(value, Source(file, byte_start), data, byte_end)
-        escaped = _ESCAPED.search(text, start, pos) if has_escapes else None
-        if byte_end - byte_start > MAX_RECORD_BYTES:
-            yield record.reject(f"record is {byte_end - byte_start} bytes, larger than the limit of {MAX_RECORD_BYTES}")
-        elif escaped is not None:
-            yield record.reject(_encoding_error(text, escaped.start()))
-        elif nests_deeper(text, start, pos, MAX_DEPTH):
-            yield record.reject(f"record nests JSON deeper than {MAX_DEPTH} levels")
-        elif scanner.duplicate is not None:
-            yield record.reject(duplicate_reason(scanner.duplicate))
-        else:
-            yield record
+    offsets = _ByteOffsets(text, base, identity=data.isascii())  # ASCII: no escapes, one byte a character
+    yield from scan_records(data, file, text, offsets, _FRAMING, JsonLimits(MAX_RECORD_BYTES, MAX_DEPTH, MAX_RAW_BYTES))
+
+
+def _json_error(exc: json.JSONDecodeError, text: str, start: int) -> str:
+    if exc.pos < len(text) and ESCAPED.match(text, exc.pos):  # surrogateescape of a byte that is not UTF-8
+        return _encoding_error(text, exc.pos)
+    reason = f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+    if text[start] != "{":
+        reason += f" (a record is a JSON object starting with '{{', this one starts with {text[start]!r})"
+    return reason + truncation_hint(exc, text)
 
 
 def _resync(text: str, start: int) -> int:
@@ -140,34 +87,17 @@ def _resync(text: str, start: int) -> int:
     return found.end() - 1 if found else len(text)
 
 
-def _skipped(reason: str, file: str, data: bytes, offsets: _ByteOffsets, text: str, start: int, end: int) -> Rejected:
-    resume = "the end of the file" if end >= len(text) else "the next line starting with '{'"
-    end = len(text[start:end].rstrip()) + start
-    byte_start, byte_end = offsets.at(start), offsets.at(end)
-    reason = f"{reason}; skipped {byte_end - byte_start} bytes up to {resume}"
-    return Rejected(reason, Source(file, byte_start), data[byte_start : min(byte_end, byte_start + MAX_RAW_BYTES)])
-
-
 def _encoding_error(text: str, char_pos: int) -> str:
     byte = ord(text[char_pos]) - 0xDC00
-    return f"bytes that are not valid UTF-8 at line {_line(text, char_pos)} (first bad byte 0x{byte:02x})"
+    return f"bytes that are not valid UTF-8 at line {line_of(text, char_pos)} (first bad byte 0x{byte:02x})"
 
 
-def _line(text: str, char_pos: int) -> int:
-    return text.count("\n", 0, char_pos) + 1
-
-
-def json_kind(value: Any) -> str:
-    """The JSON type name of a parsed value (for reasons)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float, Decimal)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
+_FRAMING = JsonFraming(
+    resync=_resync,
+    resume="the next line starting with '{'",
+    json_error=_json_error,
+    encoding_error=_encoding_error,
+)
 
 
 def short(value: Any, limit: int = 60) -> str:
@@ -289,6 +219,18 @@ class UpdatePairs:
             after=a.after,
             meta=meta,
         )
+
+    def join(self, items: Iterable[ChangeEvent | Half | Rejected]) -> Iterator[ChangeEvent | Rejected]:
+        """``items`` in file order with each update's halves joined where the second one is read,
+        then the halves left alone (rejected): the one decode loop of both DataHub formats."""
+        for item in items:
+            if isinstance(item, Half):
+                paired = self.add(item)
+                if paired is not None:
+                    yield paired
+            else:
+                yield item
+        yield from self.leftovers()
 
     def leftovers(self) -> Iterator[Rejected]:
         """Halves still alone (the file ended), in file order."""

@@ -9,8 +9,9 @@ user documentation in ``docs/formats/goldengate-avro.md``. Why it is written thi
   ``schema_hash`` (Java ``String.hashCode()`` of the schema text) or ``schema_fingerprint``
   (Avro's 64-bit Rabin fingerprint of the parsing canonical form) matches.
 - fastavro's compiled reader does the decoding, but only after our own checks, because it trusts
-  its input: the OCF framing (header map, block counts and sizes, sync markers) is parsed here with
-  every declared length compared to the bytes that remain; decompression is bounded; recursive
+  its input: the OCF framing (header map, block counts and sizes, sync markers) is parsed by our
+  own code (shared with ``qlik-avro`` in :mod:`._avro_binary`) with every declared length compared
+  to the bytes that remain; decompression is bounded; recursive
   schemas are refused (fastavro's C reader recurses once per nesting level and a recursive schema
   lets data nest until the process crashes), as are arrays of items that take no bytes (a huge
   declared count would loop for hours on a few bytes of input). Strings and bytes are read from a
@@ -26,11 +27,9 @@ user documentation in ``docs/formats/goldengate-avro.md``. Why it is written thi
 from __future__ import annotations
 
 import array
-import bz2
 import datetime as dt
 import io
 import json
-import lzma
 import os
 import re
 import sys
@@ -45,9 +44,30 @@ import fastavro
 import fastavro.schema
 
 from cdclake.events import ChangeEvent, Rejected, Source, format_ts
+from cdclake.formats._avro_binary import (
+    OCF_MAGIC,
+    PRIMITIVE_SIZES,
+    STDLIB_CODECS,
+    SYNC_SIZE,
+    BadRecord,
+    Decompressor,
+    Inflater,
+    Malformed,
+    OcfBlock,
+    SchemaError,
+    Truncated,
+    bad_record_reason,
+    block_records,
+    candidate_names,
+    frame_block,
+    lazy_slice,
+    read_block_count,
+    read_header_entry,
+    read_varint,
+    zstd_all_frames,
+)
+from cdclake.formats._gg_common import OP_OPTIONS, OpKeys, op_and_order, python_codec, schema_event_before
 from cdclake.formats._json import loads_unique
-from cdclake.formats.goldengate_json import _parse_ts as parse_op_ts
-from cdclake.formats.goldengate_json import python_codec
 from cdclake.limits import MAX_AVRO_TYPE_DEPTH as MAX_TYPE_DEPTH
 from cdclake.limits import (
     MAX_BLOCK_BYTES,
@@ -64,23 +84,11 @@ from cdclake.limits import MAX_OCF_HEADER_ENTRIES as MAX_HEADER_ENTRIES
 from cdclake.options import OptionError, Options
 from cdclake.registry import Decoder
 
-#: ``seq`` width: ``pos`` digits are left-padded with zeros to this many characters.
-SEQ_WIDTH = 32
-
-OCF_MAGIC = b"Obj\x01"
-SYNC_SIZE = 16
-
 #: Operation metadata fields the formatters write before the column data (Table 6-5, 6-8).
 META_FIELDS = ("table", "op_type", "op_ts", "current_ts", "pos", "primary_keys", "tokens")
 IMAGE_FIELDS = ("before", "after")
 MISSING_SUFFIX = "_isMissing"
 
-OP_OPTIONS = (
-    ("insertOpKey", "I", "INSERT"),
-    ("updateOpKey", "U", "UPDATE"),
-    ("deleteOpKey", "D", "DELETE"),
-    ("truncateOpKey", "T", "TRUNCATE"),
-)
 #: Options that only shape the writer's output: accepted and checked, otherwise unused.
 WRITER_BOOL_OPTIONS = ("treatAllColumnsAsStrings", "versionSchemas", "iso8601Format", "generateSchema")
 #: Both spellings occur in the vendor doc (Table 6-6/6-9 vs §6.4.5 and §6.4.7.3).
@@ -115,7 +123,6 @@ WRAPPER_FINGERPRINT_SCHEMA = {
 }
 WRAPPER_KINDS = ("schema_hash", "schema_fingerprint")
 
-_PRIMITIVES = {"null": 0, "boolean": 1, "int": 1, "long": 1, "float": 4, "double": 8, "bytes": 1, "string": 1}
 _PRIMITIVE_COLUMN_TYPES = {
     "boolean": "boolean",
     "int": "bigint",
@@ -138,18 +145,6 @@ _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _EPOCH_DATE = dt.date(1970, 1, 1)
 _DIGITS = re.compile(r"[0-9]+")
 _VERSION_TAIL = re.compile(r"[0-9][0-9_\-:.T ]*[0-9]")
-
-
-class SchemaError(ValueError):
-    """A schema that cannot (or must not) be used for decoding."""
-
-
-class _Malformed(ValueError):
-    """Framing bytes that are not what the container format requires."""
-
-
-class _Truncated(_Malformed):
-    """Framing that runs past the end of the data."""
 
 
 # --- hashes -----------------------------------------------------------------------------------
@@ -281,7 +276,7 @@ class _Analyzer:
             return self.walk(kind, namespace, depth + 1)
         if not isinstance(kind, str):
             raise self.fail(f"type {_short(kind)} is not a type name")
-        if kind in _PRIMITIVES:
+        if kind in PRIMITIVE_SIZES:
             return self.primitive(kind, schema)
         if kind in ("record", "error"):
             return self.record(schema, namespace, depth)
@@ -319,15 +314,14 @@ class _Analyzer:
         column_type, convert = _logical(schema, kind, self)
         if kind in ("float", "double") and convert is None:
             convert = _float_to_decimal
-        return AvroType(kind, kind, _PRIMITIVES[kind], 1, column_type, nullable=kind == "null", convert=convert)
+        return AvroType(kind, kind, PRIMITIVE_SIZES[kind], 1, column_type, nullable=kind == "null", convert=convert)
 
     def reference(self, name: str, namespace: str) -> AvroType:
-        if name in _PRIMITIVES:
+        if name in PRIMITIVE_SIZES:
             convert = _float_to_decimal if name in ("float", "double") else None
             column_type = _PRIMITIVE_COLUMN_TYPES.get(name)
-            return AvroType(name, name, _PRIMITIVES[name], 1, column_type, nullable=name == "null", convert=convert)
-        candidates = [name] if "." in name else ([f"{namespace}.{name}", name] if namespace else [name])
-        for candidate in candidates:
+            return AvroType(name, name, PRIMITIVE_SIZES[name], 1, column_type, nullable=name == "null", convert=convert)
+        for candidate in candidate_names(name, namespace):
             if candidate in self.in_progress:
                 raise self.fail(
                     f"the schema is recursive: type {candidate} refers to itself; recursive schemas are not supported"
@@ -692,52 +686,10 @@ def _table_and_version(stem: str, full_name: str | None) -> tuple[str, str | Non
 # --- decompression ------------------------------------------------------------------------------
 
 
-def _decompress(codec: str, data: bytes, limit: int) -> bytes:
-    """A block's data, decompressed to at most ``limit`` bytes; :class:`_Malformed` otherwise."""
-    too_big = f"decompresses to more than {limit} bytes"
-    try:
-        if codec == "null":
-            return data
-        if codec == "deflate":
-            inflater = zlib.decompressobj(-15)
-            out = inflater.decompress(data, limit + 1)
-            if len(out) > limit:
-                raise _Malformed(too_big)
-            return out
-        if codec == "bzip2":
-            out = bz2.BZ2Decompressor().decompress(data, max_length=limit + 1)
-        elif codec == "xz":
-            out = lzma.LZMADecompressor().decompress(data, max_length=limit + 1)
-        elif codec == "zstandard":
-            module = _optional_module("zstandard")
-            reader = module.ZstdDecompressor().stream_reader(io.BytesIO(data))
-            chunks, total = [], 0
-            while total <= limit:
-                chunk = reader.read(min(1 << 20, limit + 1 - total))
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                total += len(chunk)
-            out = b"".join(chunks)
-        elif codec == "snappy":
-            out = _snappy(data, limit)
-        elif codec == "lz4":
-            out = _lz4(data, limit)
-        else:  # pragma: no cover - codecs are checked before blocks are read
-            raise _Malformed(f"codec {codec!r} is not supported")
-    except _Malformed:
-        raise
-    except Exception as exc:  # zlib.error, OSError, EOFError, LZMAError, ZstdError, ...
-        raise _Malformed(f"cannot be decompressed with codec {codec}: {exc}") from None
-    if len(out) > limit:
-        raise _Malformed(too_big)
-    return out
-
-
 def _snappy(data: bytes, limit: int) -> bytes:
     """Avro's snappy codec: raw snappy data, then the CRC-32 of the uncompressed bytes (big-endian)."""
     if len(data) < 4:
-        raise _Malformed("is shorter than its 4-byte checksum")
+        raise Malformed("is shorter than its 4-byte checksum")
     body, checksum = data[:-4], data[-4:]
     size = shift = 0
     for byte in body[:10]:  # the uncompressed length: an unsigned varint
@@ -746,10 +698,10 @@ def _snappy(data: bytes, limit: int) -> bytes:
         if not byte & 0x80:
             break
     if size > limit:
-        raise _Malformed(f"declares {size} uncompressed bytes, more than {limit}")
+        raise Malformed(f"declares {size} uncompressed bytes, more than {limit}")
     out = bytes(_snappy_decompress(body))
     if zlib.crc32(out).to_bytes(4, "big") != checksum:
-        raise _Malformed("fails its snappy CRC-32 check")
+        raise Malformed("fails its snappy CRC-32 check")
     return out
 
 
@@ -760,13 +712,15 @@ def _snappy_decompress(body: bytes) -> bytes:
 def _lz4(data: bytes, limit: int) -> bytes:
     """fastavro's lz4 codec: an lz4 block with its 4-byte little-endian uncompressed size first."""
     if len(data) < 4:
-        raise _Malformed("is shorter than its 4-byte size")
+        raise Malformed("is shorter than its 4-byte size")
     size = int.from_bytes(data[:4], "little")
     if size > limit:
-        raise _Malformed(f"declares {size} uncompressed bytes, more than {limit}")
+        raise Malformed(f"declares {size} uncompressed bytes, more than {limit}")
     return _optional_module("lz4.block").decompress(data)
 
 
+#: What OCF blocks may be compressed with (and ``null``); snappy and lz4 are GoldenGate's only.
+_CODECS: dict[str, Decompressor] = {**STDLIB_CODECS, "zstandard": zstd_all_frames, "snappy": _snappy, "lz4": _lz4}
 _CODEC_PACKAGES = {"snappy": "cramjam", "zstandard": "zstandard", "lz4": "lz4"}
 
 
@@ -794,27 +748,12 @@ def codec_problem(codec: str) -> str | None:
 # --- binary helpers -------------------------------------------------------------------------------
 
 
-def _read_varint(data: bytes, pos: int, end: int) -> tuple[int, int]:
-    """An Avro long (zig-zag varint) at ``pos``: (value, position after it)."""
-    result = shift = 0
-    for _ in range(10):
-        if pos >= end:
-            raise _Truncated("ends inside a number")
-        byte = data[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return (result >> 1) ^ -(result & 1), pos
-        shift += 7
-    raise _Malformed("has a number longer than 10 bytes")
-
-
 def _read_length(data: bytes, pos: int, end: int, what: str) -> tuple[int, int]:
-    length, pos = _read_varint(data, pos, end)
+    length, pos = read_varint(data, pos, end)
     if length < 0:
-        raise _Malformed(f"declares a negative {what} length ({length})")
+        raise Malformed(f"declares a negative {what} length ({length})")
     if length > end - pos:
-        raise _Truncated(f"declares a {what} of {length} bytes but only {end - pos} remain")
+        raise Truncated(f"declares a {what} of {length} bytes but only {end - pos} remain")
     return length, pos
 
 
@@ -828,6 +767,12 @@ def _describe(exc: BaseException) -> str:
     if isinstance(exc, UnicodeDecodeError):
         return f"a string is not valid UTF-8 ({exc.reason} at byte {exc.start} of the string)"
     return f"{type(exc).__name__}: {exc}"
+
+
+def _bad_record(block: OcfBlock, bad: BadRecord) -> str:
+    """Why reading ``block`` stopped at ``bad``, with how many records an unreadable one cost."""
+    reason = bad_record_reason(block, bad, "block", _describe)
+    return reason if bad.error is None else f"{reason} ({block.count - bad.index} records)"
 
 
 def _read_at(buffer: io.BytesIO, pos: int, schema: AvroSchema) -> tuple[Any, int]:
@@ -878,13 +823,7 @@ class GoldenGateAvroDecoder(Decoder):
 
     def __init__(self, options: Options) -> None:
         super().__init__(options)
-        self.op_keys: dict[str, str] = {}
-        self._op_help = ", ".join(f"{name}={options.str(name, default)!r}" for name, default, _ in OP_OPTIONS)
-        for name, default, op in OP_OPTIONS:
-            key = options.str(name, default)
-            if key in self.op_keys:
-                raise OptionError(f"option {name}={key!r} is also the key of {self.op_keys[key]}; op keys must differ")
-            self.op_keys[key] = op
+        self.op_keys = OpKeys(options)
         for name in WRITER_BOOL_OPTIONS:
             options.bool(name, False)
         handling = options.str("pkUpdateHandling", "abend")
@@ -945,7 +884,7 @@ class GoldenGateAvroDecoder(Decoder):
         end = len(data)
         try:
             header, sync, pos = _ocf_header(data)
-        except _Malformed as exc:
+        except Malformed as exc:
             yield Rejected(f"Avro OCF header {exc}; the file cannot be read", Source(file, 0), data[:MAX_RAW_BYTES])
             return
         schema_bytes = header.get("avro.schema")
@@ -959,21 +898,17 @@ class GoldenGateAvroDecoder(Decoder):
             return
         assert isinstance(schema, AvroSchema)
         buffer = io.BytesIO()
-        block = inflated = 0
+        inflater = Inflater(codec, _CODECS, MAX_BLOCK_BYTES, MAX_FILE_BYTES)
+        block = 0
         while pos < end:
             start = pos
             try:
-                count, body = _read_varint(data, pos, end)
-                size, body = _read_varint(data, body, end)
-                if count < 0 or size < 0:
-                    raise _Malformed(f"declares {count} records in {size} bytes")
-                if size > end - body:
-                    raise _Truncated(f"declares {size} bytes but only {end - body} remain: the file is truncated")
+                count, size, body = frame_block(data, pos, end)
                 if end - (body + size) < SYNC_SIZE:
-                    raise _Truncated("is not followed by a complete sync marker: the file is truncated")
+                    raise Truncated("is not followed by a complete sync marker: the file is truncated")
                 if data[body + size : body + size + SYNC_SIZE] != sync:
-                    raise _Malformed("does not end with the file's sync marker: the block is corrupt")
-            except _Malformed as exc:
+                    raise Malformed("does not end with the file's sync marker: the block is corrupt")
+            except Malformed as exc:
                 reason = f"block {block} at offset {start} {exc}"
                 resume = data.find(sync, start + 1)
                 if resume < 0:
@@ -987,71 +922,28 @@ class GoldenGateAvroDecoder(Decoder):
                 continue
             pos = body + size + SYNC_SIZE
             try:
-                if codec == "null" and size > MAX_BLOCK_BYTES:  # bounded like an inflated block (and its records)
-                    raise _Malformed(f"is {size} bytes, larger than the limit of {MAX_BLOCK_BYTES} for a block")
-                if inflated > MAX_FILE_BYTES:  # what one landing file may decode to, as for gzip
-                    raise _Malformed(f"comes after blocks that inflate to more than {MAX_FILE_BYTES} bytes in all")
-                content = _decompress(codec, data[body : body + size], MAX_BLOCK_BYTES)
-                inflated += len(content)
-                if count > len(content):
-                    raise _Malformed(f"declares {count} records in {len(content)} bytes")
-            except _Malformed as exc:
+                content = inflater.content(data, body, size, count)
+            except Malformed as exc:
                 block_raw = data[start : min(pos, start + MAX_RAW_BYTES)]
                 yield Rejected(f"block {block} at offset {start} {exc}", Source(file, start), block_raw)
                 block += 1
                 continue
-            block_info = (block, start, body, pos)
-            yield from self._ocf_records(data, file, schema, codec, block_info, count, content, buffer)
+            ocf_block = OcfBlock(block, start, body, pos - SYNC_SIZE, count, content, exact=codec == "null")
+            yield from self._ocf_records(data, file, schema, codec, ocf_block, buffer)
             block += 1
 
     def _ocf_records(
-        self,
-        data: bytes,
-        file: str,
-        schema: AvroSchema,
-        codec: str,
-        block: tuple[int, int, int, int],
-        count: int,
-        content: bytes,
-        buffer: io.BytesIO,
+        self, data: bytes, file: str, schema: AvroSchema, codec: str, block: OcfBlock, buffer: io.BytesIO
     ) -> Iterator[Unit | Rejected]:
-        """The records of one block. Uncompressed blocks give each record its own offset and bytes;
-        records of compressed blocks share the block's offset (``meta.avro.record`` tells them apart)
-        and keep their own decompressed bytes: a copy of the whole block for each would let a small
-        block of many bad records quarantine gigabytes."""
-        number, start, body, block_end = block
-        exact = codec == "null"
-        buffer.seek(0)
-        buffer.truncate()
-        buffer.write(content)
-
-        def rest(offset: int, at: int) -> bytes:
-            return _slice(data, offset, block_end - SYNC_SIZE)() if exact else _slice(content, at, len(content))()
-
-        at = 0
-        for index in range(count):
-            offset = body + at if exact else start
-            try:
-                record, after = _read_at(buffer, at, schema)
-            except Exception as exc:  # whatever the reader raises, the record is rejected
-                reason = (
-                    f"record {index + 1} of {count} in block {number} at offset {start} cannot be read: "
-                    f"{_describe(exc)}; skipped the rest of the block ({count - index} records)"
-                )
-                yield Rejected(reason, Source(file, offset), rest(offset, at))
-                return
-            if after == at:  # the schema refuses this; kept so that a count can never loop without reading
-                reason = f"record {index + 1} of {count} in block {number} at offset {start} takes no bytes"
-                yield Rejected(reason, Source(file, offset), b"")
-                return
-            raw = _slice(data, offset, body + after) if exact else _slice(content, at, after)
-            avro = {"container": "ocf", "schema": "OCF header", "codec": codec, "block": number, "record": index}
+        """The records of one block; those of a compressed block share its offset (``meta.avro.record``
+        tells them apart, see :class:`OcfBlock`)."""
+        for item in block_records(data, block, schema.parsed, buffer):
+            if isinstance(item, BadRecord):
+                yield Rejected(_bad_record(block, item), Source(file, item.offset), item.raw)
+                continue
+            index, offset, record, raw = item
+            avro = {"container": "ocf", "schema": "OCF header", "codec": codec, "block": block.number, "record": index}
             yield Unit(record, schema, Source(file, offset), raw, avro, schema.root.name)
-            at = after
-        if at < len(content):
-            offset = body + at if exact else start
-            reason = f"block {number} at offset {start} has {len(content) - at} bytes after its {count} records"
-            yield Rejected(reason, Source(file, offset), rest(offset, at))
 
     def _ocf_schema(self, schema_bytes: bytes | None) -> AvroSchema | str:
         if schema_bytes is None:
@@ -1114,7 +1006,7 @@ class GoldenGateAvroDecoder(Decoder):
                 continue
             start, end, record = item
             avro = {"container": "raw", "schema": schema.origin}
-            yield Unit(record, schema, Source(file, start), _slice(data, start, end), avro, schema.table)
+            yield Unit(record, schema, Source(file, start), lazy_slice(data, start, end), avro, schema.table)
 
     def _messages(
         self, data: bytes, file: str, schema: AvroSchema, schema_text: str
@@ -1236,7 +1128,7 @@ class GoldenGateAvroDecoder(Decoder):
                 continue
             start, end, message = item
             source = Source(file, start)
-            raw = _slice(data, start, end)
+            raw = lazy_slice(data, start, end)
             if not _looks_wrapped(message):
                 yield Rejected(f"message at offset {start} is not a generic_wrapper record", source, raw())
                 continue
@@ -1352,24 +1244,10 @@ class GoldenGateAvroDecoder(Decoder):
         if not isinstance(table, str) or not table:
             return reject('record has no table name (field "table" missing or empty); set the table option')
 
-        op_key = meta_values.get("op_type")
-        op = self.op_keys.get(op_key) if isinstance(op_key, str) else None
-        if op is None:
-            return reject(f"unknown op_type {op_key!r}; the configured op keys are {self._op_help}")
-
-        pos = meta_values.get("pos")
-        if pos is None or pos == "":
-            return reject("no pos: GoldenGate records need pos for ordering")
-        if isinstance(pos, bool) or not isinstance(pos, (str, int)):
-            return reject(f"pos must be a string of digits, not {pos!r}")
-        seq = str(pos)
-        if _DIGITS.fullmatch(seq):
-            seq = seq.zfill(SEQ_WIDTH)
-
-        op_ts = meta_values.get("op_ts")
-        event_ts = parse_op_ts(op_ts)
-        if event_ts is None:
-            return reject(f"op_ts {op_ts!r} is not a timestamp like 'YYYY-MM-DD HH:MM:SS.ffffff'")
+        order = op_and_order(meta_values, self.op_keys)
+        if isinstance(order, str):
+            return reject(order)
+        op, seq, event_ts = order
 
         keys = self.keys
         record_keys = meta_values.get("primary_keys")
@@ -1383,7 +1261,7 @@ class GoldenGateAvroDecoder(Decoder):
         except ValueError as exc:
             return reject(str(exc))
 
-        meta: dict[str, Any] = {"pos": pos, "op_ts": op_ts}
+        meta: dict[str, Any] = {"pos": meta_values["pos"], "op_ts": meta_values["op_ts"]}
         if meta_values.get("current_ts") is not None:
             meta["current_ts"] = meta_values["current_ts"]
         if meta_values.get("tokens"):
@@ -1432,16 +1310,7 @@ class GoldenGateAvroDecoder(Decoder):
             meta["schema_version"] = unit.schema.version
         if layout.column_types:
             meta["column_types"] = layout.column_types
-        return ChangeEvent(
-            table=event.table,
-            op="SCHEMA",
-            seq=event.seq,
-            event_ts=event.event_ts,
-            source=event.source,
-            keys=event.keys,
-            ddl=ddl,
-            meta=meta,
-        )
+        return schema_event_before(event, event.keys, ddl, meta)
 
 
 def _image_columns(record_type: AvroType) -> list[Column]:
@@ -1486,31 +1355,19 @@ def _ocf_header(data: bytes) -> tuple[dict[str, bytes], bytes, int]:
     meta: dict[str, bytes] = {}
     try:
         while True:
-            count, pos = _read_varint(data, pos, end)
+            count, pos = read_block_count(data, pos, end)
             if count == 0:
                 break
-            if count < 0:
-                count = -count
-                _, pos = _read_varint(data, pos, end)
             entries += count
             if entries > MAX_HEADER_ENTRIES:
-                raise _Malformed(f"has more than {MAX_HEADER_ENTRIES} metadata entries")
+                raise Malformed(f"has more than {MAX_HEADER_ENTRIES} metadata entries")
             for _ in range(count):
-                length, pos = _read_length(data, pos, end, "metadata key")
-                key = data[pos : pos + length].decode("utf-8", "replace")
-                pos += length
-                length, pos = _read_length(data, pos, end, "metadata value")
-                meta[key] = data[pos : pos + length]
-                pos += length
-    except _Truncated as exc:
-        raise _Truncated(f"is truncated: it {exc} (the file has {end} bytes)") from None
-    except _Malformed as exc:
-        raise _Malformed(f"is corrupt: it {exc}") from None
+                key, value, pos = read_header_entry(data, pos, end, _read_length)
+                meta[key] = value
+    except Truncated as exc:
+        raise Truncated(f"is truncated: it {exc} (the file has {end} bytes)") from None
+    except Malformed as exc:
+        raise Malformed(f"is corrupt: it {exc}") from None
     if end - pos < SYNC_SIZE:
-        raise _Truncated(f"is truncated: it ends before its sync marker (the file has {end} bytes)")
+        raise Truncated(f"is truncated: it ends before its sync marker (the file has {end} bytes)")
     return meta, data[pos : pos + SYNC_SIZE], pos + SYNC_SIZE
-
-
-def _slice(data: bytes, start: int, end: int) -> Callable[[], bytes]:
-    """A record's bytes, copied (capped) only when asked for (rejected records)."""
-    return lambda: data[start : min(end, start + MAX_RAW_BYTES)]

@@ -1,11 +1,14 @@
-"""Helpers shared by the GoldenGate text decoders (``goldengate-delimited``, ``goldengate-xml``).
+"""Helpers shared by the GoldenGate decoders (``goldengate-delimited``, ``goldengate-xml``; op keys,
+``op_ts`` and ``pos`` rules, encodings and ``SCHEMA`` events also ``goldengate-json`` and
+``goldengate-avro-*``).
 
 What lives here is what every GoldenGate formatter has in common (vendor doc §6.2-§6.7): op keys
 (``insertOpKey``...), ``pos`` as the ordering key, ``op_ts`` in UTC, tokens, the table's columns
 (from our ``columns`` option or an Avro ``.avsc`` in ``schemaDir``), text values read as typed
 values, and the ``SCHEMA`` events announcing a table's layout. It also holds the byte-level
-plumbing every text decoder needs: Java charset names, undecodable bytes kept as escapes so that
-they reject only their record, and byte offsets of decoded text.
+plumbing every text decoder needs (the other JSON decoders use it too): Java charset names,
+undecodable bytes kept as escapes so that they reject only their record, and byte offsets of
+decoded text.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import datetime as dt
 import json
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -23,6 +26,7 @@ from typing import Any
 
 from cdclake.coltypes import BOOLEAN, DOUBLE, LONG, STRING, canonical_type
 from cdclake.events import ChangeEvent, Source
+from cdclake.formats._timestamps import from_match
 from cdclake.limits import MAX_RAW_BYTES, MAX_SCHEMA_BYTES
 from cdclake.options import OptionError, Options
 
@@ -39,15 +43,24 @@ OP_OPTIONS = (
 ESCAPE_ERRORS = "cdclake-gg-byte-escape"
 ESCAPED = re.compile("[\udc00-\udcff]")
 _DIGITS = re.compile(r"[0-9]+")
+#: Timestamps as the text formatters write them: a date alone, or a time after a blank, ``T`` or ``:``.
 _TS = re.compile(
     r"(\d{4})-(\d{2})-(\d{2})(?:[ T:](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?)?\s*(Z|z|[+-]\d{2}(?::?\d{2})?)?"
+)
+#: ``op_ts`` as the JSON and Avro formatters write it: the time is required, after a blank or ``T``.
+_OP_TS = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?\s*(Z|z|[+-]\d{2}(?::?\d{2})?)?"
 )
 #: Java charset names Python does not know under the same spelling.
 _JAVA_CHARSETS = {"iso8859_1": "latin-1", "unicodebig": "utf-16", "unicodelittle": "utf-16-le", "ms932": "cp932"}
 
 
 def _escape_bytes(exc: UnicodeError) -> tuple[str, int]:
-    """Decode error handler: each undecodable byte b becomes the lone surrogate U+DC00+b."""
+    """Decode error handler: each undecodable byte b becomes the lone surrogate U+DC00+b.
+
+    Unlike ``surrogateescape`` it also works for bytes below 0x80 (UTF-16, UTF-32), and the
+    escapes mark exactly the bytes to reject.
+    """
     if isinstance(exc, UnicodeDecodeError):
         bad = exc.object[exc.start : exc.end]
         return "".join(chr(0xDC00 + b) for b in bad), exc.end
@@ -179,38 +192,45 @@ def pos_to_seq(pos: str) -> str:
     return pos.zfill(SEQ_WIDTH) if _DIGITS.fullmatch(pos) else pos
 
 
-def parse_ts(value: Any) -> dt.datetime | None:
-    """``YYYY-MM-DD HH:MM:SS[.f...]`` (or ISO 8601) as an aware UTC datetime; no zone means UTC."""
+def parse_ts(value: Any, pattern: re.Pattern[str] = _TS) -> dt.datetime | None:
+    """``YYYY-MM-DD HH:MM:SS[.f...]`` (or ISO 8601) as an aware UTC datetime; no zone means UTC.
+
+    ``pattern`` is what the format's writer spells (the text formatters' by default); other text
+    is read as ISO 8601.
+    """
     if not isinstance(value, str):
         return None
     text = value.strip()
-    match = _TS.fullmatch(text)
+    match = pattern.fullmatch(text)
     try:
-        if match:
-            year, month, day, hour, minute, second, fraction, zone = match.groups()
-            micros = int((fraction or "0")[:6].ljust(6, "0"))
-            tz = dt.UTC
-            if zone and zone not in "Zz":
-                digits = zone[1:].replace(":", "")
-                delta = dt.timedelta(hours=int(digits[:2]), minutes=int(digits[2:] or 0))
-                tz = dt.timezone(delta if zone[0] == "+" else -delta)
-            parsed = dt.datetime(
-                int(year),
-                int(month),
-                int(day),
-                int(hour or 0),
-                int(minute or 0),
-                int(second or 0),
-                micros,
-                tzinfo=tz,
-            )
-        else:
-            parsed = dt.datetime.fromisoformat(text)
-    except ValueError:
+        parsed = from_match(match) if match else dt.datetime.fromisoformat(text)
+        if parsed.tzinfo is None:
+            parsed = parsed.replace(tzinfo=dt.UTC)
+        return parsed.astimezone(dt.UTC)
+    except (ValueError, OverflowError):  # OverflowError: an offset moves the moment past year 1 or 9999
         return None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=dt.UTC)
-    return parsed.astimezone(dt.UTC)
+
+
+def op_and_order(
+    record: Mapping[str, Any], op_keys: OpKeys, describe: Callable[[Any], str] = repr
+) -> tuple[str, str, dt.datetime] | str:
+    """(op, seq, event_ts) of a JSON or Avro formatter record, from its ``op_type``, ``pos`` and
+    ``op_ts``; a str is why it has none. One rule for both formats, which carry the same members;
+    ``describe`` words a ``pos`` of the wrong type."""
+    op_key = record.get("op_type")
+    op = op_keys.ops.get(op_key) if isinstance(op_key, str) else None
+    if op is None:
+        return f"unknown op_type {op_key!r}; the configured op keys are {op_keys.help}"
+    pos = record.get("pos")
+    if pos is None or pos == "":
+        return "no pos: GoldenGate records need pos for ordering"
+    if isinstance(pos, bool) or not isinstance(pos, (str, int)):
+        return f"pos must be a string of digits, not {describe(pos)}"
+    op_ts = record.get("op_ts")
+    event_ts = parse_ts(op_ts, _OP_TS)
+    if event_ts is None:
+        return f"op_ts {op_ts!r} is not a timestamp like 'YYYY-MM-DD HH:MM:SS.ffffff'"
+    return op, pos_to_seq(str(pos)), event_ts
 
 
 def parse_tokens(text: str, kv_delimiter: str, pair_delimiter: str) -> dict[str, str] | str:
@@ -553,6 +573,23 @@ class LayoutTracker:
             ddl=ddl,
             meta={"column_source": layout.source},
         )
+
+
+def schema_event_before(
+    event: ChangeEvent, keys: list[str] | None, ddl: dict[str, Any], meta: dict[str, Any]
+) -> ChangeEvent:
+    """A ``SCHEMA`` event announcing the layout ``event`` is read with. It carries the row's seq,
+    event_ts and source, so that it sorts just before the row."""
+    return ChangeEvent(
+        table=event.table,
+        op="SCHEMA",
+        seq=event.seq,
+        event_ts=event.event_ts,
+        source=event.source,
+        keys=keys,
+        ddl=ddl,
+        meta=meta,
+    )
 
 
 def merge_types(names: Iterable[str], source: str, *layouts: Layout | None) -> Layout:

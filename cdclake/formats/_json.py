@@ -8,6 +8,7 @@
 - :func:`loads_unique`: ``json.loads`` refusing repeated member names (schema texts from the data).
 - :func:`truncation_hint`: words for a parse error caused by the text ending inside the
   record, so a cut file says "truncated" rather than only what token was expected.
+- :func:`json_kind`: the JSON type name of a parsed value, for reasons.
 """
 
 from __future__ import annotations
@@ -72,6 +73,19 @@ def truncation_hint(exc: json.JSONDecodeError, text: str) -> str:
     if _NON_BLANK.search(text, window) is None and not any(c in text[exc.pos : window] for c in '{}[],:"'):
         return _TRUNCATED
     return ""
+
+
+def json_kind(value: Any) -> str:
+    """The JSON type name of a parsed value (for reasons)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float, Decimal)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
 
 
 class DuplicateKeyError(ValueError):

@@ -47,6 +47,7 @@ import orjson
 
 from cdclake.coltypes import canonical_type
 from cdclake.events import format_ts
+from cdclake.formats._timestamps import from_match, zone_offset
 from cdclake.limits import MAX_CONNECT_SCHEMA_DEPTH, MAX_DECIMAL_BYTES, MAX_DECIMAL_CHARS
 
 #: Kafka Connect's logical type names.
@@ -572,32 +573,13 @@ def time_of_day(value: int, units_per_second: int) -> str:
     return f"{sign}{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}.{fraction:06d}"
 
 
-def _offset(zone: str | None) -> dt.timezone:
-    if not zone or zone in "Zz":
-        return dt.UTC
-    digits = zone[1:].replace(":", "")
-    delta = dt.timedelta(hours=int(digits[:2]), minutes=int(digits[2:] or 0))
-    return dt.timezone(delta if zone[0] == "+" else -delta)
-
-
 def parse_timestamp(text: str) -> dt.datetime | None:
     """ISO-8601 or ``YYYY-MM-DD HH:MM:SS[.f]`` with an optional zone (none means UTC), as aware UTC."""
     match = _TS.fullmatch(text.strip())
     if not match:
         return None
-    year, month, day, hour, minute, second, fraction, zone = match.groups()
     try:
-        parsed = dt.datetime(
-            int(year),
-            int(month),
-            int(day),
-            int(hour or 0),
-            int(minute or 0),
-            int(second or 0),
-            int((fraction or "0")[:6].ljust(6, "0")),
-            tzinfo=_offset(zone),
-        )
-        return parsed.astimezone(dt.UTC)
+        return from_match(match).astimezone(dt.UTC)
     except (ValueError, OverflowError):
         return None
 
@@ -620,7 +602,7 @@ def zoned_time(text: str) -> str | None:
         )
     except ValueError:
         return None
-    moment = moment.replace(tzinfo=_offset(zone)).astimezone(dt.UTC)
+    moment = moment.replace(tzinfo=zone_offset(zone)).astimezone(dt.UTC)
     return moment.time().isoformat(timespec="microseconds")
 
 

@@ -227,9 +227,9 @@ def _timestamp(payload: dict[str, Any]) -> dt.datetime:
     if isinstance(value, str) and integer(value) is None:
         try:
             parsed = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-        except ValueError:
+            return (parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)).astimezone(dt.UTC)
+        except (ValueError, OverflowError):  # OverflowError: the offset moves it past year 1 or 9999
             raise RecordError(f"TIMESTAMP {short(value)} is neither epoch milliseconds nor an ISO time") from None
-        return (parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)).astimezone(dt.UTC)
     event_ts = epoch_millis(value, "TIMESTAMP")
     if event_ts is None:
         raise RecordError(f"TIMESTAMP {short(value)} is not the change time in epoch milliseconds")

@@ -87,23 +87,18 @@ class DataHubBlobDecoder(Decoder):
 
     def decode(self, data: bytes, file: str) -> Iterator[ChangeEvent | Rejected]:
         """Events and rejected records of one landing file, in file order (a paired update when it completes)."""
-        pairs = UpdatePairs()
+        return UpdatePairs().join(self._messages(data, file))
+
+    def _messages(self, data: bytes, file: str) -> Iterator[ChangeEvent | Half | Rejected]:
         for item in scan_json(data, file):
             if isinstance(item, Rejected):
                 yield item
                 continue
             try:
-                result = self._message(item)
+                result: ChangeEvent | Half | Rejected = self._message(item)
             except RecordError as exc:
-                yield item.reject(str(exc))
-                continue
-            if isinstance(result, Half):
-                paired = pairs.add(result)
-                if paired is not None:
-                    yield paired
-            else:
-                yield result
-        yield from pairs.leftovers()
+                result = item.reject(str(exc))
+            yield result
 
     # --- one message --------------------------------------------------------------------
 

@@ -91,24 +91,19 @@ class DataHubTupleDecoder(Decoder):
 
     def decode(self, data: bytes, file: str) -> Iterator[ChangeEvent | Rejected]:
         """Events and rejected records of one landing file, in file order (a paired update when it completes)."""
-        pairs = UpdatePairs()
+        return UpdatePairs().join(self._rows(data, file))
+
+    def _rows(self, data: bytes, file: str) -> Iterator[ChangeEvent | Half | Rejected]:
         for item in self._records(data, file):
             if isinstance(item, Rejected):
                 yield item
                 continue
             fields, source, raw, from_csv = item
             try:
-                result = self._row(fields, source, raw, from_csv)
+                result: ChangeEvent | Half | Rejected = self._row(fields, source, raw, from_csv)
             except RecordError as exc:
-                yield Rejected(str(exc), source, raw)
-                continue
-            if isinstance(result, Half):
-                paired = pairs.add(result)
-                if paired is not None:
-                    yield paired
-            else:
-                yield result
-        yield from pairs.leftovers()
+                result = Rejected(str(exc), source, raw)
+            yield result
 
     # --- framing ----------------------------------------------------------------------------
 
@@ -271,10 +266,9 @@ def _time(value: Any, name: str) -> dt.datetime | None:
     if isinstance(value, str) and _TEXT_TS.fullmatch(value.strip()):
         try:
             parsed = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-        except ValueError:
-            parsed = None
-        if parsed is not None:
             return (parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)).astimezone(dt.UTC)
+        except (ValueError, OverflowError):  # OverflowError: the offset moves it past year 1 or 9999
+            pass
     raise RecordError(f"{name} {short(value)} is not epoch milliseconds nor a 'YYYY-MM-DD HH:MM:SS' time")
 
 

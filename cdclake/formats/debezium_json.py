@@ -7,7 +7,7 @@ envelope as written by Kafka Connect's ``JsonConverter``. User documentation:
 
 - A landing file holds records one per line or concatenated, each either a ``{schema, payload}``
   envelope (``schemas.enable=true``) or a bare payload. The scanner is the reference decoder's
-  (``JSONDecoder.raw_decode`` in a loop, numbers as ``Decimal``); after a bad record it resumes
+  (``JSONDecoder.raw_decode`` in a loop, numbers as ``Decimal``: :mod:`._json_framing`); after a bad record it resumes
   at the next line starting with ``{`` or ``null``, so comment headers and junk lines are
   rejected records and the rest decodes.
 - Values are converted from the envelope's ``schema`` block (:mod:`._kafka_connect`): Decimal
@@ -45,17 +45,11 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from cdclake.events import ChangeEvent, Rejected, Source
+from cdclake.events import ChangeEvent, Rejected
 from cdclake.formats import _kafka_connect as kc
-from cdclake.formats._json import JsonScanner, duplicate_reason, nests_deeper, truncation_hint
-from cdclake.formats.goldengate_json import (
-    _ESCAPE_ERRORS,
-    _ESCAPED,
-    _ByteOffsets,
-    _json_kind,
-    _line,
-    _RawSlice,
-)
+from cdclake.formats._gg_common import ESCAPE_ERRORS, ESCAPED, ByteOffsets, schema_event_before
+from cdclake.formats._json import json_kind, truncation_hint
+from cdclake.formats._json_framing import JsonFraming, JsonLimits, JsonRecord, line_of, scan_records
 from cdclake.limits import MAX_JSON_DEPTH as MAX_DEPTH
 from cdclake.limits import MAX_RAW_BYTES, MAX_RECORD_BYTES
 from cdclake.options import OptionError, Options
@@ -73,7 +67,6 @@ _PAYLOAD_MEMBERS = frozenset({"op", "ts_ms", "ts_us", "ts_ns", "before", "after"
 #: Huawei CDL extras kept in ``meta`` under their own names.
 _CDL_MEMBERS = ("message_version", "message_type", "unique", "LOB_COLUMNS", "HEARTBEAT_IDENTIFIER")
 _NEXT_RECORD_LINE = re.compile(r"\n[ \t\r\f\v]*(?:\{|null\b)")
-_SEPARATORS = re.compile(r"[ \t\r\n\f\v]*")
 _DIGITS = re.compile(r"[0-9]+")
 _TRAILING_DIGITS = re.compile(r"([0-9]+)$")
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
@@ -115,71 +108,31 @@ class DebeziumJsonDecoder(Decoder):
     def decode(self, data: bytes, file: str) -> Iterator[ChangeEvent | Rejected]:
         """Events and rejected records of one landing file (already gunzipped), in file order."""
         self._pending_keys = None
-        text = data.decode("utf-8", _ESCAPE_ERRORS)
+        text = data.decode("utf-8", ESCAPE_ERRORS)
         base = 0
         if text.startswith("\ufeff"):
             base, text = 3, text[1:]
-        offsets = _ByteOffsets(text, "utf-8", base, identity=len(text) + base == len(data) and data.isascii())
-        has_escapes = _ESCAPED.search(text) is not None
-        scanner = JsonScanner()
-        pos, end_of_text = 0, len(text)
-        while True:
-            pos = _SEPARATORS.match(text, pos).end()  # type: ignore[union-attr]
-            if pos >= end_of_text:
-                return
-            start = pos
-            try:
-                value, pos = scanner.raw_decode(text, start)
-            except json.JSONDecodeError as exc:
-                pos = _resync(text, start)
-                yield _skip_reject(_json_error(exc, text, start), file, data, offsets, start, pos, text)
-                continue
-            except RecursionError:
-                pos = _resync(text, start)
-                reason = f"record nests JSON deeper than {MAX_DEPTH} levels (line {_line(text, start)})"
-                yield _skip_reject(reason, file, data, offsets, start, pos, text)
-                continue
-            except ValueError as exc:  # e.g. an integer longer than Python converts
-                pos = _resync(text, start)
-                reason = f"cannot read the record at line {_line(text, start)}: {exc}"
-                yield _skip_reject(reason, file, data, offsets, start, pos, text)
-                continue
-            byte_start, byte_end = offsets.at(start), offsets.at(pos)
-            source = Source(file, byte_start)
-            raw = _RawSlice(data, byte_start, byte_end)
-            escaped = _ESCAPED.search(text, start, pos) if has_escapes else None
-            if byte_end - byte_start > MAX_RECORD_BYTES:
-                size = byte_end - byte_start
-                yield Rejected(f"record is {size} bytes, larger than the limit of {MAX_RECORD_BYTES}", source, raw())
-            elif escaped is not None:
-                bad = ord(text[escaped.start()]) - 0xDC00
-                reason = (
-                    f"bytes that are not valid UTF-8 at line {_line(text, escaped.start())} "
-                    f"(first bad byte 0x{bad:02x}); Debezium JSON is always UTF-8"
-                )
-                yield Rejected(reason, source, raw())
-            elif nests_deeper(text, start, pos, MAX_DEPTH):
-                yield Rejected(f"record nests JSON deeper than {MAX_DEPTH} levels", source, raw())
-            elif scanner.duplicate is not None:
-                yield Rejected(duplicate_reason(scanner.duplicate), source, raw())
+        offsets = ByteOffsets(text, "utf-8", base, identity=len(text) + base == len(data) and data.isascii())
+        limits = JsonLimits(MAX_RECORD_BYTES, MAX_DEPTH, MAX_RAW_BYTES)
+        for record in scan_records(data, file, text, offsets, _FRAMING, limits):
+            if isinstance(record, Rejected):
+                yield record
             else:
-                yield from self._record(value, source, raw)
+                yield from self._record(record)
 
     # --- one record ------------------------------------------------------------------------------
 
-    def _record(self, value: Any, source: Source, raw: _RawSlice) -> list[ChangeEvent | Rejected]:
+    def _record(self, record: JsonRecord) -> list[ChangeEvent | Rejected]:
         """One parsed record as its row event (after a ``SCHEMA`` event when its value schema is new for
         the table), a rejection, or nothing when it is skipped (and counted)."""
         record_keys, self._pending_keys = self._pending_keys, None
-
-        def reject(reason: str) -> Rejected:
-            return Rejected(reason, source, raw())
+        value, source, reject = record.value, record.source, record.reject
 
         if value is None:
             self.skipped_tombstones += 1
             return []
         if not isinstance(value, dict):
-            return [reject(f"record is a JSON {_json_kind(value)}, not an object")]
+            return [reject(f"record is a JSON {json_kind(value)}, not an object")]
         schema: dict[str, Any] | None = None
         payload: Any = value
         if "payload" in value and set(value) <= {"schema", "payload"}:
@@ -188,9 +141,9 @@ class DebeziumJsonDecoder(Decoder):
                 self.skipped_tombstones += 1
                 return []
             if not isinstance(payload, dict):
-                return [reject(f"payload must be a JSON object, not a JSON {_json_kind(payload)}")]
+                return [reject(f"payload must be a JSON object, not a JSON {json_kind(payload)}")]
             if envelope_schema is not None and not isinstance(envelope_schema, dict):
-                return [reject(f"schema must be a JSON object, not a JSON {_json_kind(envelope_schema)}")]
+                return [reject(f"schema must be a JSON object, not a JSON {json_kind(envelope_schema)}")]
             schema = envelope_schema or None
         schema_name = schema.get("name") if schema else None
 
@@ -212,7 +165,7 @@ class DebeziumJsonDecoder(Decoder):
         if src is None:
             src = {}
         if not isinstance(src, dict):
-            return [reject(f"source must be a JSON object, not a JSON {_json_kind(src)}")]
+            return [reject(f"source must be a JSON object, not a JSON {json_kind(src)}")]
         table = self.table_override or _table_name(src)
         if not table:
             return [reject("no table name: source has no table (or collection); set the table option")]
@@ -231,7 +184,7 @@ class DebeziumJsonDecoder(Decoder):
         for name in ("before", "after"):
             image = payload.get(name)
             if image is not None and not isinstance(image, dict):
-                return [reject(f"{name} must be a JSON object of column values, not a JSON {_json_kind(image)}")]
+                return [reject(f"{name} must be a JSON object of column values, not a JSON {json_kind(image)}")]
             images[name] = image
         lindorm = "namespace" in src
         hbase = self.hbase == "true" or (
@@ -347,16 +300,8 @@ class DebeziumJsonDecoder(Decoder):
             return None
         self._layouts[event.table] = layout
         keys = event.keys if event.keys and all(_column_name(k) for k in event.keys) else None
-        return ChangeEvent(
-            table=event.table,
-            op="SCHEMA",
-            seq=event.seq,
-            event_ts=event.event_ts,
-            source=event.source,
-            keys=keys,
-            ddl={"columns": [{"name": n, "type": t} for n, t in columns], "keys": list(keys or [])},
-            meta={"column_source": "schema"},
-        )
+        ddl = {"columns": [{"name": n, "type": t} for n, t in columns], "keys": list(keys or [])}
+        return schema_event_before(event, keys, ddl, {"column_source": "schema"})
 
     def _drop_unavailable(self, image: dict[str, Any], fields: dict[str, Any], dropped: list[str]) -> dict[str, Any]:
         """The image without columns whose value is the unavailable-value placeholder (missing)."""
@@ -481,7 +426,7 @@ def _hbase_image(image: dict[str, Any], auto: bool) -> dict[str, Any]:
             hint = " (if this Lindorm table is an SQL table with a ROW column, set hbase=false)" if auto else ""
             raise kc.ConnectValueError(
                 f"column {column}: HBase table values are base64 text, this one is a JSON "
-                f"{_json_kind(value)} {str(value)[:60]!r}{hint}"
+                f"{json_kind(value)} {str(value)[:60]!r}{hint}"
             ) from None
     return out
 
@@ -508,20 +453,27 @@ def _resync(text: str, start: int) -> int:
     return found.start() + 1 if found else len(text)
 
 
-def _skip_reject(reason: str, file: str, data: bytes, offsets: _ByteOffsets, start: int, end: int, text: str):
-    """A record that could not be parsed: text[start:end] (trailing blanks dropped) is skipped."""
-    resume = "the end of the file" if end >= len(text) else "the next line starting with '{' or null"
-    end = len(text[start:end].rstrip()) + start
-    byte_start, byte_end = offsets.at(start), offsets.at(end)
-    reason = f"{reason}; skipped {byte_end - byte_start} bytes up to {resume}"
-    return Rejected(reason, Source(file, byte_start), data[byte_start : min(byte_end, byte_start + MAX_RAW_BYTES)])
-
-
 def _json_error(exc: json.JSONDecodeError, text: str, start: int) -> str:
-    if exc.pos < len(text) and _ESCAPED.match(text, exc.pos):
+    if exc.pos < len(text) and ESCAPED.match(text, exc.pos):
         bad = ord(text[exc.pos]) - 0xDC00
         return f"bytes that are not valid UTF-8 at line {exc.lineno} (first bad byte 0x{bad:02x})"
     reason = f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
     if not text.startswith(("{", "null"), start):
         reason += f" (a record is a JSON object starting with '{{', this one starts with {text[start]!r})"
     return reason + truncation_hint(exc, text)
+
+
+def _encoding_error(text: str, char_pos: int) -> str:
+    bad = ord(text[char_pos]) - 0xDC00
+    return (
+        f"bytes that are not valid UTF-8 at line {line_of(text, char_pos)} "
+        f"(first bad byte 0x{bad:02x}); Debezium JSON is always UTF-8"
+    )
+
+
+_FRAMING = JsonFraming(
+    resync=_resync,
+    resume="the next line starting with '{' or null",
+    json_error=_json_error,
+    encoding_error=_encoding_error,
+)

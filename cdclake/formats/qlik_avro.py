@@ -30,14 +30,11 @@ Replicate envelope". User documentation: ``docs/formats/qlik-avro.md``. Why it i
 
 from __future__ import annotations
 
-import bz2
 import datetime as dt
 import io
 import json
-import lzma
 import re
 import uuid
-import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
@@ -48,6 +45,28 @@ import fastavro.schema
 
 from cdclake.coltypes import canonical_type
 from cdclake.events import ChangeEvent, Rejected, Source, format_ts, to_json
+from cdclake.formats._avro_binary import (
+    OCF_MAGIC,
+    PRIMITIVE_SIZES,
+    STDLIB_CODECS,
+    SYNC_SIZE,
+    BadRecord,
+    Decompressor,
+    Inflater,
+    Malformed,
+    OcfBlock,
+    SchemaError,
+    Truncated,
+    bad_record_reason,
+    block_records,
+    candidate_names,
+    frame_block,
+    lazy_slice,
+    read_block_count,
+    read_header_entry,
+    read_varint,
+    zstd_first_frame,
+)
 from cdclake.formats._json import loads_unique
 from cdclake.formats._kafka_connect import parse_timestamp
 from cdclake.limits import MAX_BLOCK_BYTES, MAX_FILE_BYTES, MAX_RAW_BYTES, MAX_RECORD_BYTES, MAX_SCHEMA_BYTES
@@ -57,8 +76,6 @@ from cdclake.options import Options
 from cdclake.registry import Decoder, register
 
 MAGIC = b"atMSG"
-OCF_MAGIC = b"Obj\x01"
-SYNC_SIZE = 16
 #: Parsed schemas kept (by text) for reuse.
 MAX_CACHED_SCHEMAS = 512
 #: ``changeSequence`` width; shorter digit strings are left-padded with zeros.
@@ -121,7 +138,6 @@ _QLIK_TYPES = {
 }
 _INT_QLIK = frozenset({"INT1", "INT2", "INT4", "INT8", "UINT1", "UINT2", "UINT4", "UINT8"})
 _NUMBER_QLIK = frozenset({"NUMERIC", "DECIMAL", "REAL4", "REAL8"})
-_PRIMITIVE_SIZES = {"null": 0, "boolean": 1, "int": 1, "long": 1, "float": 4, "double": 8, "bytes": 1, "string": 1}
 _BLANKS = b" \t\r\n"
 _HEX = re.compile(r"[0-9A-Fa-f]+")
 _DIGITS = re.compile(r"[0-9]+")
@@ -129,44 +145,17 @@ _INTEGER = re.compile(r"[+-]?[0-9]+")
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]{1,4})?")
 
 
-class SchemaError(ValueError):
-    """A schema that cannot (or must not) be used for decoding."""
-
-
-class _Malformed(ValueError):
-    """Bytes that are not what the framing requires."""
-
-
-class _Truncated(_Malformed):
-    """Framing that runs past the end of the data."""
-
-
 # --- Avro binary --------------------------------------------------------------------------------------
 
 
-def _varint(data: bytes, pos: int, end: int) -> tuple[int, int]:
-    """An Avro long (zig-zag varint) at ``pos``: (value, position after it)."""
-    result = shift = 0
-    for _ in range(10):
-        if pos >= end:
-            raise _Truncated("ends inside a number")
-        byte = data[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return (result >> 1) ^ -(result & 1), pos
-        shift += 7
-    raise _Malformed("has a number longer than 10 bytes")
-
-
-def _length(data: bytes, pos: int, end: int, what: str, limit: int) -> tuple[int, int]:
-    length, pos = _varint(data, pos, end)
+def _length(data: bytes, pos: int, end: int, what: str, limit: int = MAX_SCHEMA_BYTES) -> tuple[int, int]:
+    length, pos = read_varint(data, pos, end)
     if length < 0:
-        raise _Malformed(f"declares a negative length ({length}) for its {what}")
+        raise Malformed(f"declares a negative length ({length}) for its {what}")
     if length > limit:
-        raise _Malformed(f"declares {length} bytes for its {what}, more than the limit of {limit}")
+        raise Malformed(f"declares {length} bytes for its {what}, more than the limit of {limit}")
     if length > end - pos:
-        raise _Truncated(f"declares {length} bytes for its {what} but only {end - pos} remain")
+        raise Truncated(f"declares {length} bytes for its {what} but only {end - pos} remain")
     return length, pos
 
 
@@ -175,42 +164,53 @@ def _string(data: bytes, pos: int, end: int, what: str, limit: int = MAX_SCHEMA_
     try:
         return data[pos : pos + length].decode("utf-8"), pos + length
     except UnicodeDecodeError as exc:
-        raise _Malformed(f"has a {what} that is not valid UTF-8 ({exc.reason})") from None
+        raise Malformed(f"has a {what} that is not valid UTF-8 ({exc.reason})") from None
+
+
+def _header(data: bytes, pos: int, end: int) -> tuple[str, str, int]:
+    """One envelope header: (name, value, position after them)."""
+    key, pos = _string(data, pos, end, "header name")
+    value, pos = _string(data, pos, end, "header value")
+    return key, value, pos
+
+
+def _read_map(
+    data: bytes, pos: int, end: int, what: str, read_entry: Callable[[bytes, int, int], tuple[str, Any, int]]
+) -> tuple[dict[str, Any], int]:
+    """An Avro map at ``pos`` of at most :data:`MAX_MAP_ENTRIES` ``what``: (entries, position after it)."""
+    entries: dict[str, Any] = {}
+    while True:
+        count, pos = read_block_count(data, pos, end)
+        if count == 0:
+            return entries, pos
+        if len(entries) + count > MAX_MAP_ENTRIES:
+            raise Malformed(f"has more than {MAX_MAP_ENTRIES} {what}")
+        for _ in range(count):
+            key, value, pos = read_entry(data, pos, end)
+            entries[key] = value
 
 
 def _optional_string(data: bytes, pos: int, end: int, what: str) -> tuple[str | None, int]:
-    branch, pos = _varint(data, pos, end)
+    branch, pos = read_varint(data, pos, end)
     if branch == 0:
         return None, pos
     if branch != 1:
-        raise _Malformed(f"has union branch {branch} for its {what} (0 = null, 1 = string)")
+        raise Malformed(f"has union branch {branch} for its {what} (0 = null, 1 = string)")
     return _string(data, pos, end, what)
 
 
 def read_envelope(data: bytes, pos: int, end: int) -> tuple[dict[str, Any], int]:
     """The envelope at ``pos`` (``ENVELOPE_SCHEMA``) and the position after it."""
     if data[pos : pos + len(MAGIC)] != MAGIC:
-        raise _Malformed("does not start with the magic 'atMSG'")
+        raise Malformed("does not start with the magic 'atMSG'")
     pos += len(MAGIC)
     kind, pos = _string(data, pos, end, "type", 64)
-    branch, pos = _varint(data, pos, end)
+    branch, pos = read_varint(data, pos, end)
     headers: dict[str, str] | None = None
     if branch == 1:
-        headers = {}
-        while True:
-            count, pos = _varint(data, pos, end)
-            if count == 0:
-                break
-            if count < 0:
-                count = -count
-                _, pos = _varint(data, pos, end)  # block size in bytes: not needed
-            if len(headers) + count > MAX_MAP_ENTRIES:
-                raise _Malformed(f"has more than {MAX_MAP_ENTRIES} headers")
-            for _ in range(count):
-                key, pos = _string(data, pos, end, "header name")
-                headers[key], pos = _string(data, pos, end, "header value")
+        headers, pos = _read_map(data, pos, end, "headers", _header)
     elif branch != 0:
-        raise _Malformed(f"has union branch {branch} for its headers (0 = null, 1 = map)")
+        raise Malformed(f"has union branch {branch} for its headers (0 = null, 1 = map)")
     schema_id, pos = _optional_string(data, pos, end, "messageSchemaId")
     schema, pos = _optional_string(data, pos, end, "messageSchema")
     length, pos = _length(data, pos, end, "message", MAX_RECORD_BYTES)
@@ -285,8 +285,8 @@ class _SchemaCheck:
             return self.walk(kind, namespace, depth + 1)
         if not isinstance(kind, str):
             raise self.fail(f"type {str(kind)[:60]!r} is not a type name")
-        if kind in _PRIMITIVE_SIZES:
-            return _PRIMITIVE_SIZES[kind]
+        if kind in PRIMITIVE_SIZES:
+            return PRIMITIVE_SIZES[kind]
         if kind in ("record", "error"):
             name = self.fullname(schema, namespace)
             fields = schema.get("fields")
@@ -330,10 +330,9 @@ class _SchemaCheck:
         return f"{own}.{name}" if isinstance(own, str) and own else name
 
     def reference(self, name: str, namespace: str) -> int:
-        if name in _PRIMITIVE_SIZES:
-            return _PRIMITIVE_SIZES[name]
-        candidates = [name] if "." in name else [f"{namespace}.{name}", name] if namespace else [name]
-        for candidate in candidates:
+        if name in PRIMITIVE_SIZES:
+            return PRIMITIVE_SIZES[name]
+        for candidate in candidate_names(name, namespace):
             if candidate in self.in_progress:
                 raise self.fail(f"type {candidate} refers to itself; recursive schemas are not supported")
             if candidate in self.named:
@@ -347,10 +346,10 @@ def read_message(message: bytes, schema: AvroSchema) -> Any:
     try:
         record = fastavro.schemaless_reader(buffer, schema.parsed, None)
     except Exception as exc:  # whatever the reader raises, the message is rejected
-        raise _Malformed(_describe(exc)) from None
+        raise Malformed(_describe(exc)) from None
     rest = len(message) - buffer.tell()
     if rest:
-        raise _Malformed(f"{rest} bytes remain after the record: not written with this schema")
+        raise Malformed(f"{rest} bytes remain after the record: not written with this schema")
     return record
 
 
@@ -535,7 +534,7 @@ class QlikAvroDecoder(Decoder):
                 continue
             try:
                 envelope, after = read_envelope(data, start, end)
-            except _Malformed as exc:
+            except Malformed as exc:
                 pos = _next_magic(data, start + 1)
                 where = "the end of the file" if pos >= end else f"the next envelope at offset {pos}"
                 reason = f"envelope at offset {start} {exc}; skipped {pos - start} bytes up to {where}"
@@ -556,13 +555,13 @@ class QlikAvroDecoder(Decoder):
                     pos = inside
                     continue
             pos = after
-            yield from self._envelope(envelope, Source(file, start), _slice(data, start, after))
+            yield from self._envelope(envelope, Source(file, start), lazy_slice(data, start, after))
 
     def _ocf(self, data: bytes, file: str) -> Iterator[ChangeEvent | Rejected]:
         end = len(data)
         try:
             header, sync, pos = _ocf_header(data)
-        except _Malformed as exc:
+        except Malformed as exc:
             yield Rejected(f"Avro OCF header {exc}; the file cannot be read", Source(file, 0), data[:MAX_RAW_BYTES])
             return
         codec = (header.get("avro.codec") or b"null").decode("utf-8", "replace")
@@ -604,11 +603,11 @@ class QlikAvroDecoder(Decoder):
             elif kind == "bytes":
                 try:
                     if not isinstance(record, bytes):
-                        raise _Malformed("is not bytes")
+                        raise Malformed("is not bytes")
                     envelope, after = read_envelope(record, 0, len(record))
                     if after != len(record):
-                        raise _Malformed(f"has {len(record) - after} bytes after its message")
-                except _Malformed as exc:
+                        raise Malformed(f"has {len(record) - after} bytes after its message")
+                except Malformed as exc:
                     yield Rejected(f"envelope in the OCF record at offset {source.offset} {exc}", source, raw())
                     continue
                 yield from self._envelope(envelope, source, raw)
@@ -649,7 +648,7 @@ class QlikAvroDecoder(Decoder):
                 return
             try:
                 record = read_message(envelope["message"], schema)
-            except _Malformed as exc:
+            except Malformed as exc:
                 yield Rejected(f"metadata message cannot be read with its messageSchema: {exc}", source, raw())
                 return
             yield from self._metadata(record, source, raw)
@@ -674,7 +673,7 @@ class QlikAvroDecoder(Decoder):
                 return
             try:
                 record = read_message(envelope["message"], entry.data_schema)
-            except _Malformed as exc:
+            except Malformed as exc:
                 reason = (
                     f"data message cannot be read with the dataSchema of schema id {schema_id} ({entry.table}): {exc}"
                 )
@@ -936,52 +935,35 @@ def _envelope_record(record: Any) -> dict[str, Any] | str:
 
 def _ocf_header(data: bytes) -> tuple[dict[str, bytes], bytes, int]:
     """(metadata, sync marker, offset of the first block) of an Avro object container file."""
-    end, pos = len(data), len(OCF_MAGIC)
-    meta: dict[str, bytes] = {}
+    end = len(data)
     try:
-        while True:
-            count, pos = _varint(data, pos, end)
-            if count == 0:
-                break
-            if count < 0:
-                count = -count
-                _, pos = _varint(data, pos, end)
-            if len(meta) + count > MAX_MAP_ENTRIES:
-                raise _Malformed(f"has more than {MAX_MAP_ENTRIES} metadata entries")
-            for _ in range(count):
-                length, pos = _length(data, pos, end, "metadata key", MAX_SCHEMA_BYTES)
-                key = data[pos : pos + length].decode("utf-8", "replace")
-                pos += length
-                length, pos = _length(data, pos, end, "metadata value", MAX_SCHEMA_BYTES)
-                meta[key] = data[pos : pos + length]
-                pos += length
-    except _Malformed as exc:
-        raise _Malformed(f"is corrupt or truncated: it {exc} (the file has {end} bytes)") from None
+        meta, pos = _read_map(data, len(OCF_MAGIC), end, "metadata entries", _metadata_entry)
+    except Malformed as exc:
+        raise Malformed(f"is corrupt or truncated: it {exc} (the file has {end} bytes)") from None
     if end - pos < SYNC_SIZE:
-        raise _Malformed(f"is truncated: it ends before its sync marker (the file has {end} bytes)")
+        raise Malformed(f"is truncated: it ends before its sync marker (the file has {end} bytes)")
     return meta, data[pos : pos + SYNC_SIZE], pos + SYNC_SIZE
+
+
+def _metadata_entry(data: bytes, pos: int, end: int) -> tuple[str, bytes, int]:
+    """One OCF header entry; keys and values up to ``MAX_SCHEMA_BYTES`` (the schema is one of them)."""
+    return read_header_entry(data, pos, end, _length)
 
 
 def _ocf_records(
     data: bytes, file: str, sync: bytes, pos: int, codec: str, schema: AvroSchema
 ) -> Iterator[tuple[Any, Source, Callable[[], bytes]] | Rejected]:
-    """Records of the blocks from ``pos`` on. Uncompressed blocks give each record its own offset;
-    records of compressed blocks share their block's offset and keep their own decompressed bytes
-    (a copy of the whole block for each would let a small block of bad records quarantine gigabytes)."""
-    end, block, inflated = len(data), 0, 0
+    """Records of the blocks from ``pos`` on (see :class:`OcfBlock` for their offsets and bytes)."""
+    end, block = len(data), 0
+    inflater = Inflater(codec, _CODECS, MAX_BLOCK_BYTES, MAX_FILE_BYTES)
     buffer = io.BytesIO()
     while pos < end:
         start = pos
         try:
-            count, body = _varint(data, pos, end)
-            size, body = _varint(data, body, end)
-            if count < 0 or size < 0:
-                raise _Malformed(f"declares {count} records in {size} bytes")
-            if size > end - body:
-                raise _Malformed(f"declares {size} bytes but only {end - body} remain: the file is truncated")
+            count, size, body = frame_block(data, pos, end)
             if data[body + size : body + size + SYNC_SIZE] != sync:
-                raise _Malformed("does not end with the file's sync marker: truncated or corrupt")
-        except _Malformed as exc:
+                raise Malformed("does not end with the file's sync marker: truncated or corrupt")
+        except Malformed as exc:
             found = data.find(sync, start + 1)
             stop = end if found < 0 else found + SYNC_SIZE
             where = "the end of the file" if found < 0 else "the next sync marker"
@@ -991,88 +973,25 @@ def _ocf_records(
             continue
         pos = body + size + SYNC_SIZE
         try:
-            if codec == "null" and size > MAX_BLOCK_BYTES:  # bounded like an inflated block (and its records)
-                raise _Malformed(f"is {size} bytes, larger than the limit of {MAX_BLOCK_BYTES} for a block")
-            if inflated > MAX_FILE_BYTES:  # what one landing file may decode to, as for gzip
-                raise _Malformed(f"comes after blocks that inflate to more than {MAX_FILE_BYTES} bytes in all")
-            content = _decompress(codec, data[body : body + size])
-            inflated += len(content)
-            if count > len(content):
-                raise _Malformed(f"declares {count} records in {len(content)} bytes")
-        except _Malformed as exc:
+            content = inflater.content(data, body, size, count)
+        except Malformed as exc:
             reason = f"OCF block {block} at offset {start} {exc}"
             yield Rejected(reason, Source(file, start), data[start : min(pos, start + MAX_RAW_BYTES)])
             block += 1
             continue
-        exact = codec == "null"
-        buffer.seek(0)
-        buffer.truncate()
-        buffer.write(content)
-        at = 0
-        for index in range(count):
-            offset = body + at if exact else start
-            buffer.seek(at)
-            try:
-                record = fastavro.schemaless_reader(buffer, schema.parsed, None)
-            except Exception as exc:  # whatever the reader raises, the rest of the block is rejected
-                reason = (
-                    f"record {index + 1} of {count} in OCF block {block} at offset {start} cannot be read: "
-                    f"{_describe(exc)}; skipped the rest of the block"
-                )
-                yield Rejected(
-                    reason, Source(file, offset), _remainder(data, content, exact, offset, at, pos - SYNC_SIZE)
-                )
-                break
-            after = buffer.tell()
-            if after == at:  # refused by load_schema; kept so that a count can never loop without reading
-                reason = f"record {index + 1} of {count} in OCF block {block} at offset {start} takes no bytes"
-                yield Rejected(reason, Source(file, offset), b"")
-                break
-            yield (
-                record,
-                Source(file, offset),
-                _slice(data, offset, body + after) if exact else _slice(content, at, after),
-            )
-            at = after
-        else:
-            if at < len(content):  # a count smaller than the records written must not drop them unseen
-                offset = body + at if exact else start
-                reason = f"OCF block {block} at offset {start} has {len(content) - at} bytes after its {count} records"
-                yield Rejected(
-                    reason, Source(file, offset), _remainder(data, content, exact, offset, at, pos - SYNC_SIZE)
-                )
+        ocf_block = OcfBlock(block, start, body, pos - SYNC_SIZE, count, content, exact=codec == "null")
+        for item in block_records(data, ocf_block, schema.parsed, buffer):
+            if isinstance(item, BadRecord):
+                reason = bad_record_reason(ocf_block, item, "OCF block", _describe)
+                yield Rejected(reason, Source(file, item.offset), item.raw)
+            else:
+                _, offset, record, raw = item
+                yield record, Source(file, offset), raw
         block += 1
 
 
-def _remainder(data: bytes, content: bytes, exact: bool, offset: int, at: int, stop: int) -> bytes:
-    """A rejected stretch of a block: the file's bytes (uncompressed block) or the decompressed ones, capped."""
-    return data[offset : min(stop, offset + MAX_RAW_BYTES)] if exact else content[at : at + MAX_RAW_BYTES]
-
-
-def _decompress(codec: str, data: bytes) -> bytes:
-    limit = MAX_BLOCK_BYTES
-    try:
-        if codec == "null":
-            out = data
-        elif codec == "deflate":
-            out = zlib.decompressobj(-15).decompress(data, limit + 1)
-        elif codec == "bzip2":
-            out = bz2.BZ2Decompressor().decompress(data, max_length=limit + 1)
-        elif codec == "xz":
-            out = lzma.LZMADecompressor().decompress(data, max_length=limit + 1)
-        elif codec == "zstandard":
-            import zstandard
-
-            out = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data)).read(limit + 1)
-        else:  # pragma: no cover - codecs are checked before blocks are read
-            raise _Malformed(f"uses codec {codec!r}, which cdclake does not read")
-    except _Malformed:
-        raise
-    except Exception as exc:  # zlib.error, OSError, EOFError, LZMAError, ZstdError, ...
-        raise _Malformed(f"cannot be decompressed with codec {codec}: {exc}") from None
-    if len(out) > limit:
-        raise _Malformed(f"decompresses to more than {limit} bytes")
-    return out
+#: What OCF blocks may be compressed with (and ``null``): zstandard's first frame only.
+_CODECS: dict[str, Decompressor] = {**STDLIB_CODECS, "zstandard": zstd_first_frame}
 
 
 def _codec_problem(codec: str) -> str | None:
@@ -1090,8 +1009,3 @@ def _codec_problem(codec: str) -> str | None:
 def _next_magic(data: bytes, pos: int) -> int:
     found = data.find(MAGIC, pos)
     return len(data) if found < 0 else found
-
-
-def _slice(data: bytes, start: int, end: int) -> Callable[[], bytes]:
-    """A record's bytes, copied (capped) only when asked for (rejected records)."""
-    return lambda: data[start : min(end, start + MAX_RAW_BYTES)]

@@ -145,6 +145,4 @@ def test_a_task_writes_every_decoded_record_once(generated, format_id, tmp_path:
 
     again = decode_to_files(gen.format_id, gen.options, pieces, None, str(out), "000000-000000000000")
     assert again == counts  # a retried task replaces its files, it does not add to them
-    assert sum(pq.read_table(p).num_rows for p in out.glob("kind=*/*")) == (
-        counts["event"] + counts["rejected"]
-    )
+    assert sum(pq.read_table(p).num_rows for p in out.glob("kind=*/*")) == (counts["event"] + counts["rejected"])
