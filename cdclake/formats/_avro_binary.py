@@ -127,13 +127,6 @@ def zstd_all_frames(data: bytes, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def zstd_first_frame(data: bytes, limit: int) -> bytes:
-    """The first zstandard frame of the block only (one read stops at the end of a frame)."""
-    import zstandard
-
-    return zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data)).read(limit + 1)
-
-
 #: The codecs the standard library reads; a format adds its own (zstandard, snappy, lz4).
 STDLIB_CODECS: dict[str, Decompressor] = {"deflate": _deflate, "bzip2": _bzip2, "xz": _xz}
 

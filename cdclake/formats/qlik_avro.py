@@ -65,7 +65,7 @@ from cdclake.formats._avro_binary import (
     read_block_count,
     read_header_entry,
     read_varint,
-    zstd_first_frame,
+    zstd_all_frames,
 )
 from cdclake.formats._json import loads_unique
 from cdclake.formats._kafka_connect import parse_timestamp
@@ -990,8 +990,8 @@ def _ocf_records(
         block += 1
 
 
-#: What OCF blocks may be compressed with (and ``null``): zstandard's first frame only.
-_CODECS: dict[str, Decompressor] = {**STDLIB_CODECS, "zstandard": zstd_first_frame}
+#: What OCF blocks may be compressed with (and ``null``); a zstandard block may hold several frames.
+_CODECS: dict[str, Decompressor] = {**STDLIB_CODECS, "zstandard": zstd_all_frames}
 
 
 def _codec_problem(codec: str) -> str | None:

@@ -960,7 +960,7 @@ def ocf(schema: Any, records: list[Any], codec: str = "null", sync_interval: int
     return buffer.getvalue()
 
 
-def zstd_ocf(schema: Any, records: list[Any]) -> bytes:
+def zstd_ocf(schema: Any, records: list[Any], frames: int = 1) -> bytes:
     import zstandard
 
     def long(n: int) -> bytes:
@@ -972,7 +972,9 @@ def zstd_ocf(schema: Any, records: list[Any]) -> bytes:
     sync = bytes(range(16))
     header = b"Obj\x01" + long(2) + text(b"avro.schema") + text(json.dumps(schema).encode())
     header += text(b"avro.codec") + text(b"zstandard") + long(0) + sync
-    body = zstandard.ZstdCompressor().compress(b"".join(avro(schema, r) for r in records))
+    step = -(-len(records) // frames)  # a writer that flushes mid-block starts a new frame
+    parts = [records[i : i + step] for i in range(0, len(records), step)]
+    body = b"".join(zstandard.ZstdCompressor().compress(b"".join(avro(schema, r) for r in p)) for p in parts)
     return header + long(len(records)) + long(len(body)) + body + sync
 
 
@@ -991,6 +993,14 @@ def test_ocf_of_envelopes(codec):
     if codec == "null":  # uncompressed: each record has its own byte offset
         offsets = [e.source.offset for e in items]
         assert offsets == sorted(set(offsets)) and data[offsets[0] : offsets[0] + 5] == b"atMSG"
+
+
+def test_ocf_zstandard_block_of_several_frames_is_read_whole():
+    md, a, b, c = stream_of_three()
+    data = zstd_ocf(ENVELOPE_SCHEMA, envelope_records(md, a, b, c), frames=3)
+    items = events(decode(data, "frames.avro"))
+    assert [e.op for e in items] == ["SCHEMA", "INSERT", "INSERT", "INSERT"]
+    assert [e.after["ID"] for e in items[1:]] == [1, 2, 3]
 
 
 def test_ocf_of_envelope_bytes_and_stateful_across_files():
