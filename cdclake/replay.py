@@ -324,9 +324,9 @@ def _csv_header(content: bytes) -> bytes | None:
 def _frame_ocf(plan: Plan, name: str, records: list[Record], content: bytes) -> None:
     """Avro OCF rejects under the original header: blocks as they were, records in blocks of their own."""
     try:
-        from cdclake.formats._gg_avro import _ocf_header
+        from cdclake.formats._gg_avro import ocf_header
 
-        meta, sync, first = _ocf_header(content)
+        meta, sync, first = ocf_header(content)
     except Exception as exc:
         for r in records:
             _refuse(plan, r, f"the header of its Avro container file cannot be read again: {exc}")

@@ -12,7 +12,7 @@ import pytest
 from cdclake.bench.bareparse import parse_files
 from cdclake.bench.generate import WRITERS, Generated, generate
 from cdclake.events import Rejected
-from cdclake.jobs.decode import decode_files, file_pieces, piece_test
+from cdclake.jobs.decode import OCF_BLOCKS, decode_files, file_pieces, piece_test
 from cdclake.options import Options
 from cdclake.registry import format_ids, get_decoder
 
@@ -62,10 +62,14 @@ def test_files_decode_without_rejections_and_bare_parse_counts_the_same_records(
     assert records == consumed == gen.records
 
 
-@pytest.mark.parametrize("format_id", ["goldengate-json", "cdl-json", "goldengate-delimited", "debezium-json"])
+SPLIT_FORMATS = ["goldengate-json", "cdl-json", "goldengate-delimited", "debezium-json"]
+OCF_FORMATS = ["goldengate-avro-row", "goldengate-avro-op"]
+
+
+@pytest.mark.parametrize("format_id", SPLIT_FORMATS + OCF_FORMATS)
 def test_a_file_cut_into_pieces_decodes_like_the_whole_file(generated, format_id):
     gen = generated[0][format_id]
-    path = str(gen.files[0])
+    path = str(max(gen.files, key=lambda p: p.stat().st_size))  # OCF: one file per table, a few blocks each
     pieces = file_pieces(path, piece_test(format_id, gen.options), piece_bytes=Path(path).stat().st_size // 7)
     assert len(pieces) >= 5
     assert pieces[0][0] == 0 and all(a[1] == b[0] for a, b in itertools.pairwise(pieces))
@@ -76,6 +80,65 @@ def test_a_file_cut_into_pieces_decodes_like_the_whole_file(generated, format_id
     whole = rows(decode_files(format_id, gen.options, [("f", path)]))
     cut = rows(decode_files(format_id, gen.options, [("f", path, start, end) for start, end in pieces]))
     assert cut == whole and all(kind == "event" for kind, *_ in whole)
+
+
+def test_ocf_pieces_start_at_blocks_and_stop_where_the_block_chain_breaks(generated, tmp_path: Path):
+    from cdclake.formats._gg_avro import ocf_header
+
+    gen = generated[0]["goldengate-avro-row"]
+    data = max(gen.files, key=lambda p: p.stat().st_size).read_bytes()
+    _, sync, first_block = ocf_header(data)
+    good = tmp_path / "good.avro"
+    good.write_bytes(data)
+    pieces = file_pieces(str(good), OCF_BLOCKS, piece_bytes=len(data) // 7)
+    assert all(data[start - len(sync) : start] == sync for start, _ in pieces[1:])  # each after a sync marker
+    assert pieces[1][0] >= first_block + len(data) // 7
+
+    # a corrupt block: cuts only before it; the decoder of the last piece reports it, the rest decodes
+    cut = pieces[3][0]
+    broken = bytearray(data)
+    broken[cut - 3] ^= 0xFF  # inside the sync marker that ends the block before the fourth piece
+    bad = tmp_path / "bad.avro"
+    bad.write_bytes(bytes(broken))
+    bad_pieces = file_pieces(str(bad), OCF_BLOCKS, piece_bytes=len(data) // 7)
+    assert bad_pieces[:2] == pieces[:2] and bad_pieces[-1][1] == len(data) and len(bad_pieces) == 3
+    items = [
+        (r["kind"], r["source_offset"])
+        for r in decode_files(gen.format_id, gen.options, [("b", str(bad), s, e) for s, e in bad_pieces])
+    ]
+    whole = [(r["kind"], r["source_offset"]) for r in decode_files(gen.format_id, gen.options, [("b", str(bad))])]
+    assert items == whole and [k for k, _ in items].count("rejected") == 1
+
+    # a header the decoder refuses (unknown codec): the file stays whole, so it is rejected once
+    assert data.count(b"avro.codec\x08null") == 1
+    unknown = tmp_path / "unknown.avro"
+    unknown.write_bytes(data.replace(b"avro.codec\x08null", b"avro.codec\x0cbrotli"))
+    assert file_pieces(str(unknown), OCF_BLOCKS, piece_bytes=len(data) // 7) == [(0, None)]
+
+
+def test_non_ocf_and_gzipped_files_of_ocf_formats_are_read_whole(tmp_path: Path):
+    import gzip
+
+    raw = tmp_path / "raw.avro"
+    raw.write_bytes(b"\x02" * 5000)  # an Avro message stream: no header to repeat in front of pieces
+    zipped = tmp_path / "ocf.avro.gz"
+    zipped.write_bytes(gzip.compress(b"Obj\x01" + b"\x00" * 5000))
+    for path in (raw, zipped):
+        assert file_pieces(str(path), piece_test("goldengate-avro-op", {}), piece_bytes=100) == [(0, None)]
+
+
+@pytest.mark.parametrize("format_id", ["goldengate-avro-op", "goldengate-json"])
+def test_the_large_file_repeats_records_its_format_can_read_and_cut(tmp_path: Path, format_id):
+    from cdclake.bench.scale import write_big_file
+
+    path = tmp_path / "big"
+    info = write_big_file(format_id, path, 1_000_000, tmp_path / "work", block_events=2_000)
+    assert info["bytes"] == path.stat().st_size > 900_000
+    pieces = file_pieces(str(path), piece_test(format_id, info["options"]), piece_bytes=200_000)
+    assert len(pieces) >= 4
+    rows = list(decode_files(format_id, info["options"], [("big", str(path), s, e) for s, e in pieces]))
+    assert all(r["kind"] == "event" for r in rows)
+    assert sum(r["op"] != "SCHEMA" for r in rows) == info["events"]
 
 
 def test_formats_with_dependent_records_are_not_cut():

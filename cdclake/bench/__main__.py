@@ -56,7 +56,9 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--merge-max-batch", type=int, default=None, help="skip merge batches above this many events")
     parser.add_argument("--big-file-gb", type=float, default=None, help="size of the one large file (default 2)")
     parser.add_argument(
-        "--big-file-formats", default="goldengate-json,debezium-json", help="formats of the large-file test"
+        "--big-file-formats",
+        default="goldengate-json,debezium-json,goldengate-avro-op",
+        help="formats of the large-file test",
     )
     parser.add_argument("--file-events", type=int, default=None, help="changes per landing file (default: 10 files)")
     parser.add_argument("--sample-events", type=int, default=30_000, help="sample of the single-core measurements")

@@ -14,24 +14,41 @@ from pathlib import Path
 from typing import Any
 
 from cdclake.batch import Manifest, StagedFile, write_json_atomic
+from cdclake.bench.bareparse import parse_files
 from cdclake.bench.generate import generate
 from cdclake.bench.memory import Sampler
+from cdclake.formats._avro_binary import OCF_MAGIC
+from cdclake.formats._gg_avro import ocf_header
 from cdclake.jobs import decode
 
 BLOCK_EVENTS = 100_000
 
 
-def write_big_file(format_id: str, path: Path, target_bytes: int, work: Path) -> dict[str, Any]:
-    """``path`` of about ``target_bytes``: one generated file repeated (header lines not repeated)."""
-    gens, _ = generate([format_id], work / "block", BLOCK_EVENTS, seed=11, file_events=BLOCK_EVENTS)
+def write_big_file(
+    format_id: str, path: Path, target_bytes: int, work: Path, block_events: int = BLOCK_EVENTS
+) -> dict[str, Any]:
+    """``path`` of about ``target_bytes``: one generated file repeated. An Avro object container
+    file keeps one header and repeats its blocks (same sync marker, so the chain of blocks holds)."""
+    gens, _ = generate([format_id], work / "block", block_events, seed=11, file_events=block_events)
     gen = gens[format_id]
-    block = gen.files[0].read_bytes()
+    source = max(gen.files, key=lambda p: p.stat().st_size)  # OCF formats write one file per table
+    block, head = source.read_bytes(), b""
+    if block.startswith(OCF_MAGIC):
+        cut = ocf_header(block)[2]
+        head, block = block[:cut], block[cut:]
+    events = gen.events if len(gen.files) == 1 else parse_files(format_id, [source])[0]
     repeats = max(1, round(target_bytes / len(block)))
     with open(path, "wb") as out:
+        out.write(head)
         for _ in range(repeats):
             out.write(block)
     shutil.rmtree(work / "block", ignore_errors=True)
-    return {"options": gen.options, "keys": gen.keys, "events": gen.events * repeats, "bytes": len(block) * repeats}
+    return {
+        "options": gen.options,
+        "keys": gen.keys,
+        "events": events * repeats,
+        "bytes": len(head) + len(block) * repeats,
+    }
 
 
 def run_big_file(spark, format_id: str, target_gb: float, work: Path, sampler: Sampler) -> dict[str, Any]:

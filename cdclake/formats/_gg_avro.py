@@ -883,7 +883,7 @@ class GoldenGateAvroDecoder(Decoder):
     def _ocf(self, data: bytes, file: str) -> Iterator[Unit | Rejected]:
         end = len(data)
         try:
-            header, sync, pos = _ocf_header(data)
+            header, sync, pos = ocf_header(data)
         except Malformed as exc:
             yield Rejected(f"Avro OCF header {exc}; the file cannot be read", Source(file, 0), data[:MAX_RAW_BYTES])
             return
@@ -1349,7 +1349,7 @@ def _looks_wrapped(record: Any) -> bool:
     )
 
 
-def _ocf_header(data: bytes) -> tuple[dict[str, bytes], bytes, int]:
+def ocf_header(data: bytes) -> tuple[dict[str, bytes], bytes, int]:
     """(metadata, sync marker, offset of the first block) of an Avro object container file."""
     end, pos, entries = len(data), len(OCF_MAGIC), 0
     meta: dict[str, bytes] = {}

@@ -4,11 +4,12 @@ Spark only distributes files to Python workers; each worker runs the pure
 decoder of the format (``cdclake.formats``). Events and rejected records leave
 in one pass, partitioned by ``kind``, so nothing is decoded twice.
 
-A large file of a format whose records are independent lines (:func:`piece_test`) is cut
-at record starts into pieces of about :data:`PIECE_BYTES`, decoded by separate tasks: one
-big landing file then uses every core, and a worker holds one piece, not the whole file.
-Offsets stay file offsets; only the line/byte numbers quoted inside reject reasons count
-from the piece's start.
+A large file of a format whose records are independent lines, or a GoldenGate Avro object
+container file (:func:`piece_test`), is cut at record (block) starts into pieces of about
+:data:`PIECE_BYTES`, decoded by separate tasks: one big landing file then uses every core, and
+a worker holds one piece, not the whole file. A later piece of an OCF file is read with the
+file's header in front (schema, codec, sync marker). Offsets stay file offsets; only the
+line/byte numbers quoted inside reject reasons count from the piece's start.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ import pyarrow as pa
 from cdclake.batch import read_manifest, write_json_atomic, write_report
 from cdclake.event_arrow import DECODED_FILE_SCHEMA, DecodedBuilder
 from cdclake.events import EVENT_SCHEMA, REJECT_SCHEMA, ChangeEvent, Rejected, Source, event_to_row, rejected_to_row
+from cdclake.formats._avro_binary import OCF_MAGIC, SYNC_SIZE, Malformed, read_varint
+from cdclake.formats._gg_avro import codec_problem, ocf_header
 from cdclake.options import Options
 from cdclake.reading import GZIP_MAGIC, LandingFileError, read_landing_bytes
 from cdclake.registry import get_decoder
@@ -40,6 +43,10 @@ MAX_RAW_BYTES = 1 << 20
 PIECE_BYTES = 64 * 1024**2
 #: How far past a piece's nominal end a record start is looked for before the rest stays whole.
 _CUT_SEARCH_BYTES = 16 * 1024**2
+#: An OCF header (schema text included) longer than this keeps its file whole.
+_OCF_HEADER_BYTES = 16 * 1024**2
+#: :func:`piece_test`'s answer for Avro object container files: cut at block starts.
+OCF_BLOCKS = "ocf-blocks"
 
 DECODED_SCHEMA = pa.schema(
     [pa.field("kind", pa.string())] + list(EVENT_SCHEMA) + [f for f in REJECT_SCHEMA if f.name in ("error", "raw")]
@@ -65,19 +72,23 @@ def decode_items(
     metadata messages, which the source sends once, not with every file).
     """
     decoder = get_decoder(format_id, Options(options))
+    ocf = piece_test(format_id, options) == OCF_BLOCKS
     if state_path and Path(state_path).exists():
         decoder.import_state(json.loads(Path(state_path).read_text())["state"])
     for item in files:
         name, path = item[0], item[1]
         start, end = (item[2], item[3]) if len(item) > 2 else (0, None)  # type: ignore[misc]
         try:
-            data = read_landing_bytes(path) if end is None else _read_piece(path, start, end)
-        except (LandingFileError, OSError) as exc:
+            data, head = (read_landing_bytes(path), 0) if end is None else _read_piece(path, start, end, ocf)
+        except (LandingFileError, OSError, Malformed) as exc:
             yield "rejected", Rejected(f"cannot read landing file: {exc}", Source(name, start)), 0
             continue
+        # the decoder counted offsets from the first byte it was given: the piece's, or the OCF
+        # header's put in front of it (``head`` bytes, which are the file's first bytes)
+        base = start - head
         for decoded in decoder.decode(data, name):
-            # the decoder counted offsets from the piece's first byte
-            yield ("rejected" if type(decoded) is Rejected else "event"), decoded, start
+            at = base if not head or decoded.source.offset >= head else 0
+            yield ("rejected" if type(decoded) is Rejected else "event"), decoded, at
     state = decoder.export_state() if state_path else None
     if state is not None:
         write_json_atomic(Path(state_path), {"format": format_id, "state": state})
@@ -170,15 +181,23 @@ def decode_to_files(
     return counts
 
 
-def _read_piece(path: str, start: int, end: int) -> bytes:
+def _read_piece(path: str, start: int, end: int, ocf: bool) -> tuple[bytes, int]:
+    """The piece's bytes, and how many bytes of the file's start are put in front of them: a later
+    piece of an OCF file gets the file's header (schema, codec, sync marker)."""
     with open(path, "rb") as handle:
+        head = b""
+        if ocf and start > 0 and handle.read(len(OCF_MAGIC)) == OCF_MAGIC:
+            handle.seek(0)
+            first = handle.read(_OCF_HEADER_BYTES)
+            head = first[: ocf_header(first)[2]]
         handle.seek(start)
-        return handle.read(end - start)
+        return head + handle.read(end - start), len(head)
 
 
-def piece_test(format_id: str, options: dict[str, str]) -> Callable[[bytes, bytes], bool] | None:
+def piece_test(format_id: str, options: dict[str, str]) -> Callable[[bytes, bytes], bool] | str | None:
     """Whether a piece may start at a line, given the line's first bytes and the whole line
-    before it; or None: files are read whole.
+    before it; :data:`OCF_BLOCKS`: Avro object container files are cut at block starts (other
+    files of the format are read whole); or None: files are read whole.
 
     Only formats whose records are lines, read as UTF-8, where a record needs nothing from an
     earlier one, or only from a neighbour the rule keeps in the same piece:
@@ -190,8 +209,12 @@ def piece_test(format_id: str, options: dict[str, str]) -> Callable[[bytes, byte
     - GoldenGate delimited text with ``\\n`` line ends: never in front of an insert line, which
       may be the second half of a delete-insert key update.
 
-    DataHub (update halves, CSV header), XML and the binary formats keep one task per file.
+    GoldenGate Avro OCF blocks are independent (each record carries its whole image). DataHub
+    (update halves, CSV header), XML, Qlik (stateful) and Avro message streams keep one task per
+    file.
     """
+    if format_id in ("goldengate-avro-row", "goldengate-avro-op"):
+        return OCF_BLOCKS
     opts = Options(options)
     if (opts.str("encoding") or "UTF-8").strip().lower().replace("-", "").replace("_", "") != "utf8":
         return None
@@ -213,7 +236,7 @@ def piece_test(format_id: str, options: dict[str, str]) -> Callable[[bytes, byte
     return None
 
 
-def file_pieces(path: str, starts: Callable[[bytes, bytes], bool] | None, piece_bytes: int = PIECE_BYTES):
+def file_pieces(path: str, starts: Callable[[bytes, bytes], bool] | str | None, piece_bytes: int = PIECE_BYTES):
     """``(start, end)`` byte ranges cut just before record lines; ``[(0, None)]``: read whole."""
     try:
         size = os.path.getsize(path)
@@ -222,15 +245,51 @@ def file_pieces(path: str, starts: Callable[[bytes, bytes], bool] | None, piece_
         with open(path, "rb") as handle:
             if handle.read(2) == GZIP_MAGIC:
                 return [(0, None)]
-            cuts = [0]
-            while cuts[-1] + piece_bytes < size:
+            cuts = _ocf_cuts(handle, size, piece_bytes) if starts == OCF_BLOCKS else [0]
+            while callable(starts) and cuts[-1] + piece_bytes < size:
                 cut = _next_cut(handle, cuts[-1] + piece_bytes, starts)
                 if cut is None or cut >= size:
                     break
                 cuts.append(cut)
     except OSError:
         return [(0, None)]  # the decode task reports why it cannot be read
+    if len(cuts) == 1:
+        return [(0, None)]  # no cut found: read whole (as the decoder's usual input)
     return list(zip(cuts, [*cuts[1:], size], strict=True))
+
+
+def _ocf_cuts(handle, size: int, piece_bytes: int) -> list[int]:
+    """Block starts about ``piece_bytes`` apart, found by walking the chain of blocks (count,
+    size, data, sync marker) from the header: exact, no search for the marker in the data.
+    ``[0]`` for a file that is not an OCF; cuts stop where the chain breaks (the decoder of
+    the last piece reports what is wrong there)."""
+    handle.seek(0)
+    try:
+        meta, sync, pos = ocf_header(handle.read(_OCF_HEADER_BYTES))
+        json.loads(meta.get("avro.schema", b""))
+    except (Malformed, ValueError):
+        return [0]
+    if codec_problem((meta.get("avro.codec") or b"null").decode("utf-8", "replace")):
+        return [0]  # a file the decoder rejects whole is rejected once, not once per piece
+    cuts = [0]
+    while pos < size:
+        if pos >= cuts[-1] + piece_bytes:
+            cuts.append(pos)
+        handle.seek(pos)
+        frame = handle.read(20)
+        try:
+            count, after = read_varint(frame, 0, len(frame))
+            length, after = read_varint(frame, after, len(frame))
+        except Malformed:
+            break
+        stop = pos + after + length
+        if count < 0 or length < 0 or stop + SYNC_SIZE > size:
+            break
+        handle.seek(stop)
+        if handle.read(SYNC_SIZE) != sync:
+            break
+        pos = stop + SYNC_SIZE
+    return cuts
 
 
 def _next_cut(handle, target: int, starts: Callable[[bytes, bytes], bool]) -> int | None:

@@ -996,7 +996,7 @@ def one_record_per_block(records: list[dict[str, Any]], codec: str = "null") -> 
 
 def block_starts(data: bytes) -> list[int]:
     """Offsets of blocks of an OCF file written by fastavro (after each sync marker)."""
-    _, sync, first = _gg_avro._ocf_header(data)
+    _, sync, first = _gg_avro.ocf_header(data)
     starts, pos = [first], first
     while True:
         found = data.find(sync, pos)
