@@ -608,8 +608,12 @@ def _linked_keys(spark, log_name: str, keys_df) -> list[str]:
     found: set[str] = set()
     frontier = keys_df
     for _ in range(MAX_LINK_ROUNDS):
-        pairs = links.join(frontier, (links["_key"] == frontier["k"]) | (links["_old_key"] == frontier["k"]))
-        new = {v for r in pairs.select("_key", "_old_key").distinct().collect() for v in r} - found
+        # two equi-joins, not one join on `_key = k OR _old_key = k`: Spark runs an OR condition
+        # as a nested loop over every link and every key of the batch
+        pairs = links.join(frontier, links["_key"] == frontier["k"], "left_semi").union(
+            links.join(frontier, links["_old_key"] == frontier["k"], "left_semi")
+        )
+        new = {v for r in pairs.distinct().collect() for v in r} - found
         if not new:
             break
         found |= new
