@@ -129,6 +129,10 @@ class Settings:
     sources_file: Path
     buckets: int
     catalog: CatalogSettings = field(default_factory=CatalogSettings)
+    #: Tables one compact task (one Spark application) takes; a batch with more is split in groups.
+    compact_group_size: int = 200
+    #: Tables compacted at once inside one application (each in its own Spark session).
+    compact_threads: int = 4
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
@@ -143,6 +147,8 @@ class Settings:
             sources_file=Path(env.get("CDCLAKE_SOURCES", REPO_ROOT / "config" / "sources.yaml")).resolve(),
             buckets=int(env.get("CDCLAKE_BUCKETS", "16")),
             catalog=CatalogSettings.from_env(env),
+            compact_group_size=max(1, int(env.get("CDCLAKE_COMPACT_GROUP_SIZE", "200"))),
+            compact_threads=max(1, int(env.get("CDCLAKE_COMPACT_THREADS", "4"))),
         )
 
     def jars(self) -> list[str]:

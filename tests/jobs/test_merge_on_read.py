@@ -23,6 +23,8 @@ from pathlib import Path
 import pytest
 
 from cdclake.batch import Manifest
+from cdclake.compaction import publish as compact_publish
+from cdclake.compaction import table as compact_table_module
 from cdclake.jobs import compact
 from cdclake.merge import bucket_of, key_of
 from cdclake.naming import spark_table_name
@@ -150,7 +152,7 @@ def test_a_small_batch_is_merged_on_read(spark, warehouse, tmp_path):
 def test_a_commit_to_main_before_publishing_makes_the_batch_fold_again(spark, warehouse, tmp_path, monkeypatch, caplog):
     table = "MOR.RACE"
     expected = seed(spark, tmp_path, table)
-    real_fault_point = compact.fault_point
+    real_fault_point = compact_table_module.fault_point
     other: dict = {}
 
     def interleave(point: str) -> None:
@@ -168,8 +170,8 @@ def test_a_commit_to_main_before_publishing_makes_the_batch_fold_again(spark, wa
             )
         real_fault_point(point)
 
-    monkeypatch.setattr(compact, "fault_point", interleave)
-    with caplog.at_level(logging.WARNING, logger="cdclake.jobs.compact"):
+    monkeypatch.setattr(compact_table_module, "fault_point", interleave)
+    with caplog.at_level(logging.WARNING, logger="cdclake.compaction"):
         mine = apply(
             spark,
             tmp_path,
@@ -197,7 +199,7 @@ def test_a_commit_to_main_before_publishing_makes_the_batch_fold_again(spark, wa
 def test_a_merge_left_unpublished_by_a_crash_is_redone(spark, warehouse, tmp_path, monkeypatch):
     table = "MOR.CRASH"
     expected = seed(spark, tmp_path, table)
-    real = compact._snapshot_properties
+    real = compact_publish._snapshot_properties
 
     @contextlib.contextmanager
     def crash_after_the_merge(session, properties):
@@ -205,7 +207,7 @@ def test_a_merge_left_unpublished_by_a_crash_is_redone(spark, warehouse, tmp_pat
             yield
         raise RuntimeError("simulated crash between the branch merge and its publication")
 
-    monkeypatch.setattr(compact, "_snapshot_properties", crash_after_the_merge)
+    monkeypatch.setattr(compact_publish, "_snapshot_properties", crash_after_the_merge)
     messages = [
         gg(table, "U", 30_001, before={"id": 7}, after={"id": 7, "v": "x"}),
         gg(table, "D", 30_002, before={"id": 8}),

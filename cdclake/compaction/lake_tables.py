@@ -1,0 +1,138 @@
+"""The lake tables a source table becomes: the current rows, the change log, the SCD2 history.
+
+Their DDL, the hidden metadata columns and :func:`ensure_tables` (create, or add columns).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+
+from cdclake.coltypes import canonical_type, quote_ident
+from cdclake.naming import SOURCE_TABLE_PROPERTY
+
+META_DDL = "_cdc_op string, _cdc_seq string, _cdc_ts timestamp, _cdc_batch string, _cdc_bucket int, _cdc_key string"
+META_NAMES = ["_cdc_op", "_cdc_seq", "_cdc_ts", "_cdc_batch", "_cdc_bucket", "_cdc_key"]
+LOG_SUFFIX = "__changes"
+LOG_DDL = (
+    "_key string, _old_key string, _cdc_bucket int, _role string, op string, seq string, event_ts timestamp, "
+    "tx_id string, tx_pos bigint, before map<string,string>, after map<string,string>, meta string, "
+    "source_file string, source_offset bigint, _cdc_batch string"
+)
+LOG_SCHEMA = pa.schema(
+    [
+        ("_key", pa.string()),
+        ("_old_key", pa.string()),
+        ("_cdc_bucket", pa.int32()),
+        ("_role", pa.string()),
+        ("op", pa.string()),
+        ("seq", pa.string()),
+        ("event_ts", pa.timestamp("us", tz="UTC")),
+        ("tx_id", pa.string()),
+        ("tx_pos", pa.int64()),
+        ("before", pa.map_(pa.string(), pa.string())),
+        ("after", pa.map_(pa.string(), pa.string())),
+        ("meta", pa.string()),
+        ("source_file", pa.string()),
+        ("source_offset", pa.int64()),
+        ("_cdc_batch", pa.string()),
+    ]
+)
+ROUTED_SCHEMA = LOG_SCHEMA.append(pa.field("_error", pa.string()))
+TRUNCATE_BUCKET = -1
+#: Table property: "1" when every row has its ``_cdc_key`` (set at creation, or after one full rewrite).
+ROW_KEYS_PROPERTY = "cdclake.row-keys"
+#: Table properties of the main table: row-level commits write position deletes (format v2).
+MOR_PROPERTIES = {"write.merge.mode": "merge-on-read"}
+
+HISTORY_SUFFIX = "__history"
+HISTORY_META_DDL = (
+    "valid_from timestamp, valid_to timestamp, is_current boolean, _cdc_op string, _cdc_seq string, "
+    "_cdc_ts timestamp, _cdc_batch string, _cdc_bucket int"
+)
+HISTORY_META_NAMES = [
+    "valid_from",
+    "valid_to",
+    "is_current",
+    "_cdc_op",
+    "_cdc_seq",
+    "_cdc_ts",
+    "_cdc_batch",
+    "_cdc_bucket",
+]
+
+
+def _sql_string(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _table_ddl(columns: list[tuple[str, str]]) -> str:
+    return ", ".join(f"{quote_ident(n)} {canonical_type(t)}" for n, t in columns)
+
+
+def _properties(spark, name: str) -> dict[str, str]:
+    return {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {name}").collect()}
+
+
+def _create(spark, name: str, ddl: str, props: dict[str, str]) -> None:
+    props_sql = ", ".join(f"{_sql_string(k)}={_sql_string(v)}" for k, v in props.items())
+    spark.sql(
+        f"CREATE TABLE IF NOT EXISTS {name} ({ddl}) USING iceberg PARTITIONED BY (_cdc_bucket) "
+        f"TBLPROPERTIES ({props_sql})"
+    )
+
+
+def ensure_tables(spark, source_table: str, layout: dict[str, Any], buckets: int) -> int:
+    """Create the table and its change log, or add new columns; returns the bucket count.
+
+    A table made before ``_cdc_key`` existed gets the column (empty; its first compaction is a full
+    rewrite, see ROW_KEYS_PROPERTY) and the merge-on-read properties. Nothing is committed when the
+    table is already as it should be.
+    """
+    name = layout["spark_name"]
+    columns = [tuple(c) for c in layout["columns"]]
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {name.rsplit('.', 1)[0]}")
+    common = {
+        "format-version": "2",
+        SOURCE_TABLE_PROPERTY: source_table,
+        "cdclake.keys": ",".join(layout["keys"]),
+        "write.parquet.compression-codec": "zstd",
+    }
+    if not spark.catalog.tableExists(name):
+        main_props = {**common, "cdclake.buckets": str(buckets), ROW_KEYS_PROPERTY: "1", **MOR_PROPERTIES}
+        _create(spark, name, f"{_table_ddl(columns)}, {META_DDL}", main_props)
+    props = _properties(spark, name)
+    owner = props.get(SOURCE_TABLE_PROPERTY)
+    if owner and owner != source_table:
+        raise ValueError(
+            f"lake table {name} holds source table {owner}, not {source_table}: two source names map to "
+            f"one identifier; give the sources different namespaces to separate them"
+        )
+    buckets = int(props.get("cdclake.buckets", buckets))
+    present = {f.name for f in spark.table(name).schema.fields}
+    new = [(n, t) for n, t in columns if n not in present]
+    if "_cdc_key" not in present:
+        new.append(("_cdc_key", "string"))
+    if new:
+        spark.sql(f"ALTER TABLE {name} ADD COLUMNS ({_table_ddl(new)})")
+    missing = {k: v for k, v in MOR_PROPERTIES.items() if k not in props}
+    if missing:
+        pairs = ", ".join(f"{_sql_string(k)}={_sql_string(v)}" for k, v in missing.items())
+        spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ({pairs})")
+    if not spark.catalog.tableExists(name + LOG_SUFFIX):
+        _create(spark, name + LOG_SUFFIX, LOG_DDL, {**common, "cdclake.buckets": str(buckets)})
+    if layout.get("scd2"):
+        hist = name + HISTORY_SUFFIX
+        if not spark.catalog.tableExists(hist):
+            _create(
+                spark, hist, f"{_table_ddl(columns)}, {HISTORY_META_DDL}", {**common, "cdclake.buckets": str(buckets)}
+            )
+        present = {f.name for f in spark.table(hist).schema.fields}
+        new = [(n, t) for n, t in columns if n not in present]
+        if new:
+            spark.sql(f"ALTER TABLE {hist} ADD COLUMNS ({_table_ddl(new)})")
+    return buckets
+
+
+MERGE_ON_READ, OVERWRITE = "merge-on-read", "overwrite"

@@ -1,0 +1,63 @@
+"""What a table's ``main`` history says: committed batch ids, their counts, the head snapshot.
+
+A batch id in ``main``'s lineage is how every commit knows it was already made (retries).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from cdclake.tables import BATCH_PROPERTY
+
+#: Snapshot property with the batch's counts, so a retry after the commit reports them again.
+COUNTS_PROPERTY = "cdclake.counts"
+
+
+def _lineage(spark, name: str) -> list[Any]:
+    """``main``'s snapshots, newest first, with their batch id and counts.
+
+    Commits to other branches (an unpublished merge of a crashed or beaten attempt) are not part of it.
+    """
+    head = spark.sql(f"SELECT snapshot_id FROM {name}.refs WHERE name = 'main'").first()
+    rows = spark.sql(
+        f"SELECT snapshot_id, parent_id, summary['{BATCH_PROPERTY}'] AS batch, "
+        f"summary['{COUNTS_PROPERTY}'] AS counts FROM {name}.snapshots"
+    ).collect()
+    by_id = {r["snapshot_id"]: r for r in rows}
+    out, current = [], (head["snapshot_id"] if head else None)
+    while current is not None and current in by_id:
+        out.append(by_id[current])
+        current = by_id[current]["parent_id"]
+    return out
+
+
+def _committed_counts(spark, name: str, batch_id: str) -> dict[str, Any]:
+    """Counts of the commit that already applied ``batch_id`` (the report of a retried task)."""
+    found = next((r for r in _lineage(spark, name) if r["batch"] == batch_id), None)
+    counts = json.loads(found["counts"]) if found is not None and found["counts"] else {}
+    return {"applied": 0, "stale": 0, "quarantined": 0, **counts, "status": "already-committed"}
+
+
+def _fresh_snapshot_id(spark, name: str) -> int | None:
+    """Drop the session's cached copy of ``name`` and return its current snapshot id.
+
+    Reads planned afterwards see this snapshot or a later one, so validating from it is safe
+    (at worst a false conflict, which only costs a retry).
+    """
+    spark.catalog.refreshTable(name)
+    row = spark.sql(f"SELECT snapshot_id FROM {name}.refs WHERE name = 'main'").first()
+    return None if row is None else row["snapshot_id"]
+
+
+def _snapshot_info(spark, name: str) -> set[str]:
+    """Batch ids committed to ``name`` (``main``'s history only)."""
+    return {r["batch"] for r in _lineage(spark, name) if r["batch"]}
+
+
+def _head_summary(spark, name: str) -> dict[str, str]:
+    head = spark.sql(f"SELECT snapshot_id FROM {name}.refs WHERE name = 'main'").first()
+    if head is None:
+        return {}
+    row = spark.sql(f"SELECT summary FROM {name}.snapshots WHERE snapshot_id = {head['snapshot_id']}").first()
+    return dict(row["summary"]) if row is not None else {}

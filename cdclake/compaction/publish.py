@@ -1,0 +1,113 @@
+"""How a fold becomes a commit: the validated bucket overwrite, or the MERGE on a private branch
+published by fast-forward; conflicts (a lost race) are recognised here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+from collections.abc import Iterator
+
+from cdclake.coltypes import quote_ident
+from cdclake.compaction.lake_tables import META_NAMES, _sql_string
+from cdclake.compaction.lineage import _snapshot_info
+from cdclake.faults import inside_commit
+
+#: Tries of a table's compaction when another process commits to its buckets meanwhile.
+COMMIT_ATTEMPTS = 3
+#: Iceberg's words for a lost commit race (ValidationException / CommitFailedException / fast_forward).
+_CONFLICTS = ("Found conflicting", "Found new conflicting", "CommitFailedException", "Cannot fast-forward")
+#: Session conf prefix Iceberg reads snapshot summary properties of SQL commits from.
+SNAPSHOT_PROPERTY_CONF = "spark.sql.iceberg.snapshot-property."
+
+
+def _validated(writer, snapshot_id: int | None):
+    """Fail the commit if another one added or deleted files matching the overwrite filter since ``snapshot_id``.
+
+    Without a snapshot id Iceberg validates the whole history: right for a table that was empty when read.
+    """
+    writer = writer.option("isolation-level", "serializable")
+    return writer if snapshot_id is None else writer.option("validate-from-snapshot-id", str(snapshot_id))
+
+
+class PublishConflict(RuntimeError):
+    """``main`` does not hold this batch's merge after the fast-forward (its branch was replaced meanwhile)."""
+
+
+def _is_conflict(exc: Exception) -> bool:
+    return isinstance(exc, PublishConflict) or any(word in str(exc) for word in _CONFLICTS)
+
+
+def _branch_name(batch_id: str) -> str:
+    """The private branch a batch's merge is committed to before it is published (a plain identifier)."""
+    return "cdclake_" + hashlib.sha1(batch_id.encode("utf-8")).hexdigest()[:16]
+
+
+def _drop_branch(spark, name: str, branch: str) -> None:
+    """Drop ``branch`` if it exists (nothing is committed otherwise)."""
+    if spark.sql(f"SELECT 1 FROM {name}.refs WHERE name = {_sql_string(branch)}").first() is not None:
+        spark.sql(f"ALTER TABLE {name} DROP BRANCH IF EXISTS {branch}")
+
+
+@contextlib.contextmanager
+def _snapshot_properties(spark, properties: dict[str, str]) -> Iterator[None]:
+    """Snapshot summary properties of the SQL commits made inside (Iceberg reads them from the session)."""
+    for key, value in properties.items():
+        spark.conf.set(SNAPSHOT_PROPERTY_CONF + key, value)
+    try:
+        yield
+    finally:
+        for key in properties:
+            spark.conf.unset(SNAPSHOT_PROPERTY_CONF + key)
+
+
+def _merge_sql(target: str, view: str, columns: list[tuple[str, str]], buckets: list[int]) -> str:
+    """MERGE of the fold's rows and ``gone`` markers into ``target`` on (bucket, key); names quoted."""
+    cols = [quote_ident(n) for n, _ in columns] + META_NAMES
+    sets = ", ".join(f"t.{c} = s.{c}" for c in cols)
+    values = ", ".join(f"s.{c}" for c in cols)
+    return (
+        f"MERGE INTO {target} t USING {view} s "
+        f"ON t._cdc_bucket IN ({', '.join(str(b) for b in buckets)}) "
+        "AND t._cdc_bucket = s._cdc_bucket AND t._cdc_key = s._cdc_key "
+        "WHEN MATCHED AND s._cdc_kind = 'gone' THEN DELETE "
+        f"WHEN MATCHED THEN UPDATE SET {sets} "
+        f"WHEN NOT MATCHED AND s._cdc_kind = 'row' THEN INSERT ({', '.join(cols)}) VALUES ({values})"
+    )
+
+
+def _merge_and_publish(
+    spark,
+    name: str,
+    batch_id: str,
+    read_snapshot: int,
+    source,
+    columns: list[tuple[str, str]],
+    buckets: list[int],
+    properties: dict[str, str],
+) -> None:
+    """Merge ``source`` into a branch at ``read_snapshot``, then fast-forward ``main`` to it.
+
+    The fast-forward fails ("Cannot fast-forward") if ``main`` moved since ``read_snapshot``: the
+    serializable check of the overwrite path, for a commit whose own validation would only start at
+    the snapshot its scan reads. The branch stays for the caller to drop (after the fault point).
+    """
+    branch = _branch_name(batch_id)
+    spark.sql(f"ALTER TABLE {name} CREATE OR REPLACE BRANCH {branch} AS OF VERSION {read_snapshot}")
+    spark.catalog.refreshTable(name)
+    view = f"cdclake_merge_{branch}"
+    source.createOrReplaceTempView(view)
+    catalog = name.split(".", 1)[0]
+    try:
+        with inside_commit(spark, name):
+            with _snapshot_properties(spark, properties):
+                spark.sql(_merge_sql(f"{name}.branch_{branch}", view, columns, buckets))
+            spark.sql(
+                f"CALL {catalog}.system.fast_forward(table => {_sql_string(name)}, branch => 'main', "
+                f"to => {_sql_string(branch)})"
+            ).collect()
+    finally:
+        spark.catalog.dropTempView(view)
+    spark.catalog.refreshTable(name)
+    if batch_id not in _snapshot_info(spark, name):
+        raise PublishConflict(f"{name}: branch {branch} was replaced before it was published")

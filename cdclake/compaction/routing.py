@@ -1,0 +1,121 @@
+"""Which events a batch folds, and where: change-log rows of the batch's events (key, old key,
+bucket), keys linked by key changes, and the worker each key-change component goes to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+
+from cdclake.coltypes import CastError
+from cdclake.compaction.lake_tables import LOG_SCHEMA, ROUTED_SCHEMA
+from cdclake.events import ROW_OPS, image_from_text
+from cdclake.merge import bucket_of, key_of, prepare
+from cdclake.schema_evolution import ColumnMap
+
+#: More keys linked by key changes than this are folded by reading whole buckets.
+MAX_LINK_ROUNDS = 8
+
+
+def _prepare_row(row: dict[str, Any], keys: list[str], types: dict[str, str], cmap: ColumnMap | None = None):
+    before, after = image_from_text(row["before"]), image_from_text(row["after"])
+    if cmap is not None:  # old-layout events read in the current layout (renames, drops, ignored columns)
+        before, after = cmap.translate(before, types), cmap.translate(after, types)
+    return prepare(
+        row["op"],
+        row["seq"],
+        row["event_ts"],
+        before,
+        after,
+        (row["source_file"], row["source_offset"]),
+        keys=keys,
+        types=types,
+    )
+
+
+def route_events(
+    batches: Iterator[pa.RecordBatch],
+    keys: list[str],
+    types: dict[str, str],
+    buckets: int,
+    batch_id: str,
+    cmap: ColumnMap | None = None,
+) -> Iterator[pa.RecordBatch]:
+    """Change-log rows of a batch's row events: key, old key, bucket (or why not).
+
+    TRUNCATE events are logged by the truncate step, not here.
+    """
+    for batch in batches:
+        out = []
+        for row in batch.to_pylist():
+            base = {name: row.get(name) for name in LOG_SCHEMA.names if name in row}
+            base.update(_cdc_batch=batch_id, _error=None, _old_key=None)
+            if row["op"] not in ROW_OPS:
+                continue
+            try:
+                event = _prepare_row(row, keys, types, cmap)
+            except CastError as exc:
+                out.append({**base, "_key": None, "_cdc_bucket": None, "_role": "error", "_error": str(exc)})
+                continue
+            main = {**base, "_key": event.key, "_old_key": event.old_key, "_role": "main"}
+            main["_cdc_bucket"] = bucket_of(event.key, buckets)
+            out.append(main)
+            if event.old_key is not None and bucket_of(event.old_key, buckets) != main["_cdc_bucket"]:
+                # logged under the old key's bucket too, so a refold of the old key finds it
+                out.append({**main, "_role": "link", "_cdc_bucket": bucket_of(event.old_key, buckets)})
+        yield pa.RecordBatch.from_pylist(out, schema=ROUTED_SCHEMA)
+
+
+def _linked_keys(spark, log_name: str, keys_df) -> list[str]:
+    """Keys linked to ``keys_df`` by key changes anywhere in the log, to a fixpoint.
+
+    Only key-change pairs reach the driver (they are rare), never the key set.
+    """
+    from pyspark.sql import functions as F
+
+    links = spark.table(log_name).where(F.col("_old_key").isNotNull()).select("_key", "_old_key")
+    if not links.limit(1).count():
+        return []
+    found: set[str] = set()
+    frontier = keys_df
+    for _ in range(MAX_LINK_ROUNDS):
+        # two equi-joins, not one join on `_key = k OR _old_key = k`: Spark runs an OR condition
+        # as a nested loop over every link and every key of the batch
+        pairs = links.join(frontier, links["_key"] == frontier["k"], "left_semi").union(
+            links.join(frontier, links["_old_key"] == frontier["k"], "left_semi")
+        )
+        new = {v for r in pairs.distinct().collect() for v in r} - found
+        if not new:
+            break
+        found |= new
+        frontier = spark.createDataFrame([(k,) for k in sorted(new)], "k string")
+    return sorted(found)
+
+
+def _component_homes(pairs: list[tuple[str, str]], buckets: int) -> dict[str, int]:
+    """Every key linked by a key change -> the bucket of its component's smallest key."""
+    from cdclake.merge import PreparedEvent, components
+
+    fake = [PreparedEvent("UPDATE", "", ("", "", 0), None, k, old, None, None, ("", 0)) for k, old in pairs]
+    homes: dict[str, int] = {}
+    for group in components(fake):
+        members = {e.key for e in group} | {e.old_key for e in group}
+        homes.update(dict.fromkeys(members, bucket_of(min(members), buckets)))
+    return homes
+
+
+def _with_part(rows, part_of: dict[str, int], keys: list[str], ddl: str):
+    """Add ``_cdc_part``: the worker a row goes to (its key-change component's home, else its bucket)."""
+    from pyspark.sql import functions as F
+
+    if not part_of:
+        return rows.withColumn("_cdc_part", F.col("_cdc_bucket"))
+
+    def rows_part(it: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in it:
+            parts = [part_of.get(key_of(r, keys), r["_cdc_bucket"]) for r in batch.to_pylist()]
+            yield batch.append_column("_cdc_part", pa.array(parts, pa.int32()))
+
+    return rows.mapInArrow(rows_part, f"{ddl}, _cdc_part int")

@@ -1,0 +1,345 @@
+"""Compacting one table: apply a batch to a lake table through its change log.
+
+Per source table there are two Iceberg tables, both partitioned by
+``_cdc_bucket`` = crc32(canonical key) mod N:
+
+- ``<table>__changes``: the append-only change log (every row event with its
+  key, images, order and lineage; truncates in bucket -1);
+- ``<table>``: the current rows, each with its canonical key text in the hidden
+  column ``_cdc_key``.
+
+A batch is applied in two atomic commits, each carrying the batch id in its
+snapshot summary: (1) append the batch's events to the change log, (2) replace
+the rows of the affected keys by the *refold* of all their logged events
+(``cdclake.merge.refold``). Because a key's row is a function of the set of its
+events, batches applied late, twice or in any order give the same table; the
+logged deletes are the tombstones. A crash between or during the commits leaves
+the previous snapshots; the retry skips what is already committed and recomputes
+the rest from the same inputs.
+
+Commit (2) takes one of two paths (``merge_mode`` in the report):
+
+- ``merge-on-read`` (an ordinary batch): the fold reads only the logged events
+  of the affected keys, never the current rows, and returns per key its row or a
+  ``gone`` marker; a ``MERGE INTO`` on (``_cdc_bucket``, ``_cdc_key``) updates,
+  inserts or deletes those keys only (position deletes, format v2), so the cost
+  follows the batch, not the table. Isolation: the MERGE goes to a private
+  branch created at the snapshot read before the change log (``read_snapshot``),
+  and is published by fast-forwarding ``main`` to it, which fails if anything
+  was committed to ``main`` since then (a SQL MERGE would only validate from the
+  snapshot it scans itself). ``_snapshot_info`` only counts ``main``'s
+  ancestors, so a branch commit that was never published is redone.
+- ``overwrite`` (full refresh, a batch with a TRUNCATE, a table whose rows lack
+  ``_cdc_key``, the first commit of an empty table, buckets of fewer than
+  ``MOR_MIN_BUCKET_ROWS`` rows on average, or a table holding more than
+  ``MAX_EXTRA_FILES_PER_BUCKET`` x buckets delete files and small data files
+  left by merges): every current row of the touched buckets goes through the
+  fold (other keys pass through) and the buckets are replaced in one
+  ``overwrite(_cdc_bucket IN ...)`` validated (serializable isolation) from
+  ``read_snapshot``. Rewriting a bucket drops its delete files and leaves one
+  data file: the maintenance rule also rewrites every bucket with extra files.
+
+On a lost race (validation or fast-forward) the table is re-read and the fold
+recomputed, up to COMMIT_ATTEMPTS times (docs/reliability.md, "Crashes and
+retries"; docs/decisions.md, "Merge-on-read").
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from cdclake.compaction.folding import _aliased, _aliases, _real_names, _renamed, fold_history_part, fold_part
+from cdclake.compaction.lake_tables import (
+    HISTORY_META_DDL,
+    HISTORY_META_NAMES,
+    HISTORY_SUFFIX,
+    LOG_DDL,
+    LOG_SUFFIX,
+    META_DDL,
+    META_NAMES,
+    ROW_KEYS_PROPERTY,
+    TRUNCATE_BUCKET,
+    _properties,
+    _sql_string,
+    _table_ddl,
+    ensure_tables,
+)
+from cdclake.compaction.lineage import (
+    COUNTS_PROPERTY,
+    _committed_counts,
+    _fresh_snapshot_id,
+    _head_summary,
+    _snapshot_info,
+)
+from cdclake.compaction.publish import (
+    COMMIT_ATTEMPTS,
+    _branch_name,
+    _drop_branch,
+    _is_conflict,
+    _merge_and_publish,
+    _validated,
+)
+from cdclake.compaction.routing import _component_homes, _linked_keys, _with_part, route_events
+from cdclake.compaction.strategy import MERGE_ON_READ, OVERWRITE, _choose_mode
+from cdclake.faults import fault_point, inside_commit
+from cdclake.merge import bucket_of
+from cdclake.schema_evolution import ColumnMap
+from cdclake.tables import BATCH_PROPERTY
+
+logger = logging.getLogger(__name__)
+
+
+def compact_table(
+    spark,
+    batch_dir: Path,
+    batch_id: str,
+    source_table: str,
+    layout: dict[str, Any],
+    default_buckets: int,
+    full_refresh: bool = False,
+    attempt: int = 1,
+) -> dict[str, Any]:
+    from pyspark.sql import functions as F
+
+    name = layout["spark_name"]
+    log_name = name + LOG_SUFFIX
+    keys: list[str] = layout["keys"]
+    columns = [tuple(c) for c in layout["columns"]]
+    types = dict(columns)
+    cmap = ColumnMap.from_dict(layout.get("column_map"))
+    buckets = ensure_tables(spark, source_table, layout, default_buckets)
+    branch = _branch_name(batch_id)
+    _drop_branch(spark, name, branch)  # an unpublished merge of a crashed attempt
+    main_done = batch_id in _snapshot_info(spark, name) and not full_refresh
+    history_done = not layout.get("scd2") or batch_id in _snapshot_info(spark, name + HISTORY_SUFFIX)
+    if main_done and history_done:
+        return _committed_counts(spark, name, batch_id)
+    # else: a crash between the table's commit and the history commit; the fold is redone for the history only
+
+    # 1. this batch's events -> change-log rows (or quarantine) -> appended once
+    events = spark.read.parquet(str(batch_dir / "changelog")).where(F.col("table") == source_table)
+    routed_dir = batch_dir / "routed" / layout["identifier"]
+    events.mapInArrow(
+        lambda it: route_events(it, keys, types, buckets, batch_id, cmap), LOG_DDL + ", _error string"
+    ).write.mode("overwrite").parquet(str(routed_dir))
+    routed = spark.read.parquet(str(routed_dir))
+    errors = routed.where("_error IS NOT NULL")
+    quarantined = errors.count()
+    if quarantined:
+        errors.select(
+            F.col("_error").alias("error"),
+            "source_file",
+            "source_offset",
+            F.to_json(F.struct("op", "seq", "before", "after")).cast("binary").alias("raw"),
+        ).write.mode("overwrite").parquet(str(batch_dir / "quarantine" / "compact" / layout["identifier"]))
+    good = routed.where("_error IS NULL").drop("_error")
+    fault_point("compact:before-log-append")
+    if batch_id not in _snapshot_info(spark, log_name) and good.limit(1).count():
+        good.writeTo(log_name).option(f"snapshot-property.{BATCH_PROPERTY}", batch_id).append()
+    fault_point("compact:after-log-append")
+
+    # 2. affected keys (with keys linked by key changes) and buckets; the table before the log: every
+    # batch committed to the table by the snapshot read has its events in the log read
+    read_snapshot = _fresh_snapshot_id(spark, name)
+    props = _properties(spark, name)
+    keyed = props.get(ROW_KEYS_PROPERTY) == "1"
+    spark.catalog.refreshTable(log_name)
+    log = spark.table(log_name)
+    truncates = events.where(F.col("op") == "TRUNCATE").count()  # logged by the truncate step
+    wm_row = log.where(F.col("_cdc_bucket") == TRUNCATE_BUCKET).agg(F.max("seq").alias("wm")).first()
+    truncate_seq = wm_row["wm"] if wm_row else None
+    batch_keys = (
+        good.where("_key IS NOT NULL")
+        .select(F.col("_key").alias("k"))
+        .union(good.where("_old_key IS NOT NULL").select(F.col("_old_key").alias("k")))
+        .distinct()
+    )
+    full = full_refresh or truncates > 0 or not keyed  # not keyed: rows without _cdc_key, rewritten once
+    linked = [] if full else _linked_keys(spark, log_name, batch_keys)
+    if linked:
+        batch_keys = batch_keys.union(spark.createDataFrame([(k,) for k in linked], "k string")).distinct()
+    if full:
+        affected_buckets = list(range(buckets))
+        log_events = log.where(F.col("_cdc_bucket") >= 0)
+    else:
+        affected_buckets = sorted({bucket_of(r["k"], buckets) for r in batch_keys.collect()})
+        in_buckets = log.where(F.col("_cdc_bucket").isin(affected_buckets))
+        keyset = F.broadcast(batch_keys) if len(affected_buckets) < buckets else batch_keys
+        log_events = in_buckets.join(keyset, in_buckets["_key"] == keyset["k"], "left_semi").union(
+            in_buckets.join(keyset, in_buckets["_old_key"] == keyset["k"], "left_semi")
+        )
+    if not affected_buckets:
+        return {"status": "no-change", "applied": 0, "stale": 0, "quarantined": quarantined}
+    if full or read_snapshot is None or main_done:
+        mode, rewrite_buckets = OVERWRITE, affected_buckets
+    else:
+        mode, rewrite_buckets = _choose_mode(spark, name, props, affected_buckets, buckets)
+
+    # 3. route each key-change component to one worker: the bucket of its smallest key
+    pairs = log_events.where("_old_key IS NOT NULL").select("_key", "_old_key").distinct().collect()
+    part_of = _component_homes([(r["_key"], r["_old_key"]) for r in pairs], buckets)
+
+    part_udf = F.udf(lambda k, b: part_of.get(k, b) if k is not None else b, "int")
+    ev_parted = log_events.withColumn("_cdc_part", part_udf(F.col("_key"), F.col("_cdc_bucket")))
+
+    # data columns under aliases on the Spark side (see _aliases); fold_part sees the real names
+    names, aliases = [n for n, _ in columns], _aliases(columns)
+    aliased = list(zip(aliases, [t for _, t in columns], strict=True))
+    alias_keys = [aliases[names.index(k)] for k in keys]
+    out_ddl = f"{_table_ddl(aliased)}, {META_DDL}, _cdc_kind string, _cdc_info string"
+    fold_args = {
+        "keys": keys,
+        "columns": columns,
+        "batch_id": batch_id,
+        "buckets": buckets,
+        "truncate_seq": truncate_seq,
+        "cmap": cmap,
+    }
+
+    if mode == MERGE_ON_READ:  # the affected keys' events only: no current row is read
+
+        def fold_events(ev: pa.Table) -> pa.Table:
+            return _renamed(fold_part(ev, None, markers=True, **fold_args), aliases)
+
+        folded = ev_parted.groupBy("_cdc_part").applyInArrow(fold_events, out_ddl)
+    else:
+        current = spark.table(name).where(F.col("_cdc_bucket").isin(rewrite_buckets))
+        current = _with_part(
+            _aliased(current, columns, META_NAMES), part_of, alias_keys, f"{_table_ddl(aliased)}, {META_DDL}"
+        )
+
+        def fold(ev: pa.Table, rows: pa.Table) -> pa.Table:
+            return _renamed(fold_part(ev, _renamed(rows, names), **fold_args), aliases)
+
+        folded = ev_parted.groupBy("_cdc_part").cogroup(current.groupBy("_cdc_part")).applyInArrow(fold, out_ddl)
+
+    merged_dir = batch_dir / "merged" / layout["identifier"]
+    fault_point("compact:before-write")
+    folded.write.mode("overwrite").parquet(str(merged_dir))
+    merged = spark.read.schema(out_ddl).parquet(str(merged_dir))
+    stats = {"applied": 0, "stale": 0, "deleted_keys": 0}
+    for r in merged.where("_cdc_kind = 'stats'").select("_cdc_info").collect():
+        for k, v in json.loads(r["_cdc_info"]).items():
+            stats[k] += v
+    counts = {**stats, "quarantined": quarantined}
+    properties = {BATCH_PROPERTY: batch_id, COUNTS_PROPERTY: json.dumps(counts, sort_keys=True)}
+    if truncate_seq:
+        properties["cdclake.truncate-watermark"] = truncate_seq
+    fault_point("compact:before-commit")
+    try:
+        if not main_done and mode == MERGE_ON_READ:
+            source = _real_names(merged.where("_cdc_kind IN ('row', 'gone')"), columns, [*META_NAMES, "_cdc_kind"])
+            # the buckets of the fold's keys (= the touched buckets, unless a key-change chain was cut short)
+            merge_buckets = sorted({r["_cdc_bucket"] for r in source.select("_cdc_bucket").distinct().collect()})
+            _merge_and_publish(spark, name, batch_id, read_snapshot, source, columns, merge_buckets, properties)
+        elif not main_done:
+            writer = _real_names(merged.where("_cdc_kind = 'row'"), columns, META_NAMES).writeTo(name)
+            for key, value in properties.items():
+                writer = writer.option(f"snapshot-property.{key}", value)
+            with inside_commit(spark, name):
+                _validated(writer, read_snapshot).overwrite(F.col("_cdc_bucket").isin(rewrite_buckets))
+            if not keyed:  # every row was rewritten with its key
+                spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ({_sql_string(ROW_KEYS_PROPERTY)}='1')")
+        fault_point("compact:after-commit")
+        if mode == MERGE_ON_READ:
+            _drop_branch(spark, name, branch)
+        if layout.get("scd2"):
+            _write_history(
+                spark,
+                name + HISTORY_SUFFIX,
+                ev_parted,
+                part_of,
+                affected_buckets,
+                keys,
+                columns,
+                buckets,
+                batch_id,
+                log,
+                batch_dir / "history" / layout["identifier"],
+                cmap,
+            )
+    except Exception as exc:
+        if not _is_conflict(exc) or attempt >= COMMIT_ATTEMPTS:
+            raise
+        logger.warning(
+            "compact %s, batch %s: another commit changed its buckets since it was read (attempt %d of %d); "
+            "re-reading the table and folding again",
+            name,
+            batch_id,
+            attempt,
+            COMMIT_ATTEMPTS,
+        )
+        for table in [name, log_name] + ([name + HISTORY_SUFFIX] if layout.get("scd2") else []):
+            spark.catalog.refreshTable(table)  # what is committed now, e.g. by a zombie run of this batch
+        return compact_table(
+            spark, batch_dir, batch_id, source_table, layout, default_buckets, full_refresh, attempt + 1
+        )
+    summary = _head_summary(spark, name)
+    return {
+        "status": "committed",
+        **stats,
+        "quarantined": quarantined,
+        "truncates_seen": truncates,
+        "merge_mode": mode,
+        "buckets_rewritten": len(rewrite_buckets),
+        "buckets": buckets,
+        "files_added": int(summary.get("added-data-files", 0)),
+        "files_removed": int(summary.get("deleted-data-files", 0)),
+        "files_total": int(summary.get("total-data-files", 0)),
+        "delete_files_added": int(summary.get("added-delete-files", 0)),
+        "delete_files_total": int(summary.get("total-delete-files", 0)),
+        "rows_rewritten": int(summary.get("added-records", 0)),
+        "committed_at": dt.datetime.now(dt.UTC).isoformat(),
+    }
+
+
+def _write_history(
+    spark,
+    hist: str,
+    ev_parted,
+    part_of: dict[str, int],
+    affected_buckets: list[int],
+    keys: list[str],
+    columns: list[tuple[str, str]],
+    buckets: int,
+    batch_id: str,
+    log,
+    out_dir: Path,
+    cmap: ColumnMap | None = None,
+) -> None:
+    from pyspark.sql import functions as F
+
+    if batch_id in _snapshot_info(spark, hist):
+        return
+    read_snapshot = _fresh_snapshot_id(spark, hist)
+    truncates = [
+        (r["seq"], r["event_ts"])
+        for r in log.where(F.col("_cdc_bucket") == TRUNCATE_BUCKET).select("seq", "event_ts").collect()
+    ]
+    names, aliases = [n for n, _ in columns], _aliases(columns)
+    alias_keys = [aliases[names.index(k)] for k in keys]
+    current = spark.table(hist).where(F.col("_cdc_bucket").isin(affected_buckets))
+    ddl = f"{_table_ddl(list(zip(aliases, [t for _, t in columns], strict=True)))}, {HISTORY_META_DDL}"
+    current = _with_part(_aliased(current, columns, HISTORY_META_NAMES), part_of, alias_keys, ddl)
+
+    def fold(ev: pa.Table, rows: pa.Table) -> pa.Table:
+        out = fold_history_part(
+            ev, _renamed(rows, names), keys=keys, columns=columns, buckets=buckets, truncates=truncates, cmap=cmap
+        )
+        return _renamed(out, aliases)
+
+    ev_parted.groupBy("_cdc_part").cogroup(current.groupBy("_cdc_part")).applyInArrow(fold, ddl).write.mode(
+        "overwrite"
+    ).parquet(str(out_dir))
+    writer = (
+        _real_names(spark.read.schema(ddl).parquet(str(out_dir)), columns, HISTORY_META_NAMES)
+        .writeTo(hist)
+        .option(f"snapshot-property.{BATCH_PROPERTY}", batch_id)
+    )
+    _validated(writer, read_snapshot).overwrite(F.col("_cdc_bucket").isin(affected_buckets))
