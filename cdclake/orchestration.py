@@ -2,14 +2,15 @@
 
 One ingest DAG per source, ``cdc_<source>``::
 
-    stage -> decode -> normalize -> [has_schema_changes -> apply_ddl]
-          -> [has_truncates -> apply_truncates] -> affected_tables -> compact[table] -> report
+    stage -> decode_normalize -> [has_schema_changes -> apply_ddl]
+          -> [has_truncates -> apply_truncates] -> affected_tables -> compact[group] -> report
 
-Stage, the gates and the report are small Python tasks; decode, normalize,
-apply_ddl, apply_truncates and compact are spark-submit jobs (through the
-``spark_default`` connection) that call the same library code as the local
-``apply`` command. ``compact`` is mapped: one task per affected table, named
-after the table. The DDL and truncate steps are skipped when the batch has no
+Stage, the gates and the report are small Python tasks; decode_normalize (the
+decode and normalize jobs in one Spark application), apply_ddl, apply_truncates
+and compact are spark-submit jobs (through the ``spark_default`` connection) that
+call the same library code as the local ``apply`` command. ``compact`` is mapped over groups of tables (up to
+``CDCLAKE_COMPACT_GROUP_SIZE`` each, so usually one task): one Spark application
+compacts a group's tables side by side and reports each. The DDL and truncate steps are skipped when the batch has no
 such events. The report publishes one Airflow Asset per changed table (through
 the ``cdclake_<source>`` asset alias) and fails the run when records are
 unaccounted for or quarantined above the source's ``max_quarantined``.
@@ -121,11 +122,40 @@ def stage_task(source: SourceConfig, context: dict[str, Any]) -> str:
 
 
 def affected_tables(batch_dir: str, dry_run: bool = False) -> list[str]:
-    """Source tables the compact step must write (one mapped task each)."""
+    """Source tables the compact step must write."""
     if dry_run:
         return []
     layouts = json.loads((Path(batch_dir) / "tables.json").read_text())
     return sorted(t for t, layout in layouts.items() if not layout.get("error"))
+
+
+def table_groups(tables: list[str], size: int) -> list[list[str]]:
+    """``tables`` in groups of at most ``size``: one compact task (one Spark application) each."""
+    return [tables[i : i + size] for i in range(0, len(tables), max(1, size))]
+
+
+def group_label(group: list[str]) -> str:
+    """What the UI shows for a compact task (its map index): the group's tables, shortened."""
+    if len(group) == 1:
+        return group[0]
+    return f"{group[0]} .. {group[-1]} ({len(group)} tables)"
+
+
+def compact_args(batch_dir: str, common: list[str], groups: list[list[str]], full_refresh: bool) -> list[list[str]]:
+    """application_args of each mapped compact task; the last one is its label (for the UI)."""
+    extra = ["--full-refresh"] if full_refresh else []
+    return [
+        [
+            "--batch-dir",
+            batch_dir,
+            *common,
+            *extra,
+            *(a for t in group for a in ("--table", t)),
+            "--label",
+            group_label(group),
+        ]
+        for group in groups
+    ]
 
 
 def report_task(
@@ -252,7 +282,8 @@ def build_dag(source: SourceConfig, settings: Settings):
         params=ingest_params(),
         doc_md=(
             f"CDC ingest of source **{source.name}** (`{source.format}`) from `{source.landing}`: "
-            "stage → decode → normalize → apply DDL → apply truncates → compact (one task per table) → report."
+            "stage → decode + normalize → apply DDL → apply truncates → compact (one Spark application per "
+            "group of tables) → report."
         ),
         default_args={"retries": 1, "retry_delay": dt.timedelta(seconds=30)},
     ) as dag:
@@ -262,8 +293,7 @@ def build_dag(source: SourceConfig, settings: Settings):
             return stage_task(source, context)
 
         batch_dir = stage()
-        decode = spark_step("decode", batch_dir)
-        normalize = spark_step("normalize", batch_dir)
+        normalize = spark_step("decode_normalize", batch_dir)
 
         @task.short_circuit(task_id="has_schema_changes", ignore_downstream_trigger_rules=False)
         def has_schema_changes(path: str, **context: Any) -> bool:
@@ -281,11 +311,10 @@ def build_dag(source: SourceConfig, settings: Settings):
 
         @task(task_id="affected_tables", trigger_rule="none_failed_min_one_success")
         def tables(path: str, **context: Any) -> list[list[str]]:
-            extra = ["--full-refresh"] if context["params"].get("full_refresh") else []
-            return [
-                ["--batch-dir", path, *common, *extra, "--table", t]
-                for t in affected_tables(path, bool(context["params"].get("dry_run")))
-            ]
+            found = affected_tables(path, bool(context["params"].get("dry_run")))
+            groups = table_groups(found, settings.compact_group_size)
+            print(f"{len(found)} table(s) to compact in {len(groups)} task(s): {found}")
+            return compact_args(path, common, groups, bool(context["params"].get("full_refresh")))
 
         apply_ddl = spark_step("ddl", batch_dir)
         apply_truncates = spark_step("truncate", batch_dir)
@@ -306,8 +335,8 @@ def build_dag(source: SourceConfig, settings: Settings):
         gate_ddl = has_schema_changes(batch_dir)
         gate_truncates = has_truncates(batch_dir)
         done = report(batch_dir)
-        decode << batch_dir
-        decode >> normalize >> gate_ddl >> apply_ddl
+        normalize << batch_dir
+        normalize >> gate_ddl >> apply_ddl
         [normalize, apply_ddl] >> gate_truncates >> apply_truncates
         upstream_of_tables = [normalize, apply_ddl, apply_truncates]
         tables_task = dag.get_task("affected_tables")

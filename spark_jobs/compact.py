@@ -1,4 +1,5 @@
-"""spark-submit entry point: the compact step of one staged batch (logic in cdclake.jobs.compact)."""
+"""spark-submit entry point: the compact step of one staged batch, every table or one group of them
+(logic in cdclake.jobs.compact)."""
 
 import argparse
 import json
@@ -14,6 +15,7 @@ def main() -> None:
     parser.add_argument("--table", action="append", default=None, help="only these source tables")
     parser.add_argument("--buckets", type=int, default=16, help="buckets of a new table")
     parser.add_argument("--full-refresh", action="store_true", help="recompute every row from the change log")
+    parser.add_argument("--label", default=None, help="what the Airflow UI shows for this task (not used here)")
     args = parser.parse_args()
     spark = build_session("cdclake-compact", args.warehouse)
     try:

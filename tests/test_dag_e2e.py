@@ -41,17 +41,16 @@ def test_dag_file_imports_without_errors(airflow_home):
     assert {"cdc_gg_json_demo", "cdc_rebuild"} <= set(result["dags"])
     assert result["tasks"] == {
         "stage": [],
-        "decode": ["stage"],
-        "normalize": ["decode", "stage"],
-        "has_schema_changes": ["normalize", "stage"],
+        "decode_normalize": ["stage"],
+        "has_schema_changes": ["decode_normalize", "stage"],
         "apply_ddl": ["has_schema_changes", "stage"],
-        "has_truncates": ["apply_ddl", "normalize", "stage"],
+        "has_truncates": ["apply_ddl", "decode_normalize", "stage"],
         "apply_truncates": ["has_truncates", "stage"],
-        "affected_tables": ["apply_ddl", "apply_truncates", "normalize", "stage"],
+        "affected_tables": ["apply_ddl", "apply_truncates", "decode_normalize", "stage"],
         "compact": ["affected_tables"],
         "report": ["affected_tables", "compact", "stage"],
     }
-    assert result["mapped"] == ["compact"]  # one task per affected table
+    assert result["mapped"] == ["compact"]  # one task per group of tables
     assert result["params"] == ["dry_run", "full_refresh", "interval_end", "interval_start"]
     assert result["rebuild_params"] == ["dry_run", "from", "source", "tables"]
     assert "cdclake_gg_json_demo" in result["outlets"][0]

@@ -1,6 +1,11 @@
 """What a table's ``main`` history says: committed batch ids, their counts, the head snapshot.
 
 A batch id in ``main``'s lineage is how every commit knows it was already made (retries).
+
+Read through Iceberg's Java table object (``Spark3Util.loadIcebergTable``, the session catalog's
+copy): each question is a few Py4J calls, not a Spark job over a metadata table (each of those
+took 50-100 ms, and a table's compaction asked about ten). Where there is no JVM (Spark Connect)
+the metadata tables are queried instead.
 """
 
 from __future__ import annotations
@@ -14,17 +19,46 @@ from cdclake.tables import BATCH_PROPERTY
 COUNTS_PROPERTY = "cdclake.counts"
 
 
-def _lineage(spark, name: str) -> list[Any]:
+def _java_table(spark, name: str):
+    """Iceberg's ``Table`` of ``name`` as the session's catalog holds it, or None without a JVM."""
+    jvm = getattr(spark, "_jvm", None)
+    if jvm is None:
+        return None
+    return jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, name)
+
+
+def _lineage(spark, name: str) -> list[dict[str, Any]]:
     """``main``'s snapshots, newest first, with their batch id and counts.
 
     Commits to other branches (an unpublished merge of a crashed or beaten attempt) are not part of it.
     """
+    table = _java_table(spark, name)
+    if table is None:
+        return _lineage_sql(spark, name)
+    out = []
+    snapshot = table.currentSnapshot()
+    while snapshot is not None:
+        summary = snapshot.summary()
+        parent = snapshot.parentId()
+        out.append(
+            {
+                "snapshot_id": snapshot.snapshotId(),
+                "parent_id": parent,
+                "batch": summary.get(BATCH_PROPERTY),
+                "counts": summary.get(COUNTS_PROPERTY),
+            }
+        )
+        snapshot = table.snapshot(parent) if parent is not None else None
+    return out
+
+
+def _lineage_sql(spark, name: str) -> list[dict[str, Any]]:
     head = spark.sql(f"SELECT snapshot_id FROM {name}.refs WHERE name = 'main'").first()
     rows = spark.sql(
         f"SELECT snapshot_id, parent_id, summary['{BATCH_PROPERTY}'] AS batch, "
         f"summary['{COUNTS_PROPERTY}'] AS counts FROM {name}.snapshots"
     ).collect()
-    by_id = {r["snapshot_id"]: r for r in rows}
+    by_id = {r["snapshot_id"]: r.asDict() for r in rows}
     out, current = [], (head["snapshot_id"] if head else None)
     while current is not None and current in by_id:
         out.append(by_id[current])
@@ -46,8 +80,12 @@ def _fresh_snapshot_id(spark, name: str) -> int | None:
     (at worst a false conflict, which only costs a retry).
     """
     spark.catalog.refreshTable(name)
-    row = spark.sql(f"SELECT snapshot_id FROM {name}.refs WHERE name = 'main'").first()
-    return None if row is None else row["snapshot_id"]
+    table = _java_table(spark, name)
+    if table is None:
+        row = spark.sql(f"SELECT snapshot_id FROM {name}.refs WHERE name = 'main'").first()
+        return None if row is None else row["snapshot_id"]
+    snapshot = table.currentSnapshot()
+    return None if snapshot is None else snapshot.snapshotId()
 
 
 def _snapshot_info(spark, name: str) -> set[str]:
@@ -56,8 +94,20 @@ def _snapshot_info(spark, name: str) -> set[str]:
 
 
 def _head_summary(spark, name: str) -> dict[str, str]:
+    table = _java_table(spark, name)
+    if table is not None:
+        snapshot = table.currentSnapshot()
+        return {} if snapshot is None else {str(k): str(v) for k, v in snapshot.summary().items()}
     head = spark.sql(f"SELECT snapshot_id FROM {name}.refs WHERE name = 'main'").first()
     if head is None:
         return {}
     row = spark.sql(f"SELECT summary FROM {name}.snapshots WHERE snapshot_id = {head['snapshot_id']}").first()
     return dict(row["summary"]) if row is not None else {}
+
+
+def _has_ref(spark, name: str, ref: str) -> bool:
+    """Whether ``name`` has the branch or tag ``ref``."""
+    table = _java_table(spark, name)
+    if table is not None:
+        return bool(table.refs().containsKey(ref))
+    return spark.sql(f"SELECT 1 FROM {name}.refs WHERE name = '{ref}'").first() is not None

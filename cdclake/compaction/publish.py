@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 from cdclake.coltypes import quote_ident
 from cdclake.compaction.lake_tables import META_NAMES, _sql_string
-from cdclake.compaction.lineage import _snapshot_info
+from cdclake.compaction.lineage import _has_ref, _snapshot_info
 from cdclake.faults import inside_commit
 
 #: Tries of a table's compaction when another process commits to its buckets meanwhile.
@@ -45,7 +45,7 @@ def _branch_name(batch_id: str) -> str:
 
 def _drop_branch(spark, name: str, branch: str) -> None:
     """Drop ``branch`` if it exists (nothing is committed otherwise)."""
-    if spark.sql(f"SELECT 1 FROM {name}.refs WHERE name = {_sql_string(branch)}").first() is not None:
+    if _has_ref(spark, name, branch):
         spark.sql(f"ALTER TABLE {name} DROP BRANCH IF EXISTS {branch}")
 
 

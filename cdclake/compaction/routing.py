@@ -68,30 +68,32 @@ def route_events(
         yield pa.RecordBatch.from_pylist(out, schema=ROUTED_SCHEMA)
 
 
-def _linked_keys(spark, log_name: str, keys_df) -> list[str]:
+def _linked_keys(spark, log_name: str, keys_df, known: set[str] | None = None) -> list[str]:
     """Keys linked to ``keys_df`` by key changes anywhere in the log, to a fixpoint.
 
-    Only key-change pairs reach the driver (they are rare), never the key set.
+    Only key-change pairs reach the driver (they are rare), never the key set. ``known``: the keys of
+    ``keys_df`` when the driver has them (a small batch): the frontier is then broadcast, and a round
+    that finds no key outside them ends the search (usually the first). Files whose ``_old_key`` is all
+    null are skipped by Iceberg's column metrics, so a log without key changes costs one empty scan.
     """
     from pyspark.sql import functions as F
 
     links = spark.table(log_name).where(F.col("_old_key").isNotNull()).select("_key", "_old_key")
-    if not links.limit(1).count():
-        return []
-    found: set[str] = set()
-    frontier = keys_df
+    found: set[str] = set(known or ())
+    frontier, broadcast = keys_df, known is not None
     for _ in range(MAX_LINK_ROUNDS):
+        side = F.broadcast(frontier) if broadcast else frontier
         # two equi-joins, not one join on `_key = k OR _old_key = k`: Spark runs an OR condition
         # as a nested loop over every link and every key of the batch
-        pairs = links.join(frontier, links["_key"] == frontier["k"], "left_semi").union(
-            links.join(frontier, links["_old_key"] == frontier["k"], "left_semi")
+        pairs = links.join(side, links["_key"] == side["k"], "left_semi").union(
+            links.join(side, links["_old_key"] == side["k"], "left_semi")
         )
         new = {v for r in pairs.distinct().collect() for v in r} - found
         if not new:
             break
         found |= new
-        frontier = spark.createDataFrame([(k,) for k in sorted(new)], "k string")
-    return sorted(found)
+        frontier, broadcast = spark.createDataFrame([(k,) for k in sorted(new)], "k string"), True
+    return sorted(found - set(known or ()))
 
 
 def _component_homes(pairs: list[tuple[str, str]], buckets: int) -> dict[str, int]:

@@ -49,11 +49,14 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from cdclake.batch import read_report
 from cdclake.compaction.folding import _aliased, _aliases, _real_names, _renamed, fold_history_part, fold_part
 from cdclake.compaction.lake_tables import (
     HISTORY_META_DDL,
@@ -63,6 +66,7 @@ from cdclake.compaction.lake_tables import (
     LOG_SUFFIX,
     META_DDL,
     META_NAMES,
+    ROUTED_SCHEMA,
     ROW_KEYS_PROPERTY,
     TRUNCATE_BUCKET,
     _properties,
@@ -95,6 +99,40 @@ from cdclake.tables import BATCH_PROPERTY
 logger = logging.getLogger(__name__)
 
 
+#: A table's batch of at most this many events, whose fold reads at most this many logged events and
+#: current rows, is routed and folded in the driver over Arrow: the same functions, without the Spark jobs of
+#: Python workers, Parquet round trips and counts that a distributed fold costs (docs/decisions.md,
+#: "Small batches fold in the driver"). ``CDCLAKE_DRIVER_FOLD_ROWS`` overrides it (0: always distributed).
+DRIVER_FOLD_ROWS = 50_000
+
+
+def driver_fold_rows() -> int:
+    return int(os.environ.get("CDCLAKE_DRIVER_FOLD_ROWS", DRIVER_FOLD_ROWS))
+
+
+def _table_events(batch_dir: Path, source_table: str) -> int | None:
+    """Events of ``source_table`` in the batch's change log, from the normalize report (None: unknown)."""
+    report = read_report(batch_dir, "normalize") or {}
+    entry = report.get("tables", {}).get(source_table)
+    return None if entry is None else int(entry.get("events", 0))
+
+
+def _write_quarantine(errors, path: Path) -> None:
+    from pyspark.sql import functions as F
+
+    errors.select(
+        F.col("_error").alias("error"),
+        "source_file",
+        "source_offset",
+        F.to_json(F.struct("op", "seq", "before", "after")).cast("binary").alias("raw"),
+    ).write.mode("overwrite").parquet(str(path))
+
+
+def _to_frame(spark, table: pa.Table, ddl: str):
+    """A Spark DataFrame of a driver-side Arrow table (no job; ``ddl`` gives Spark's names and types)."""
+    return spark.createDataFrame(table, schema=ddl) if table.num_rows else spark.createDataFrame([], ddl)
+
+
 def compact_table(
     spark,
     batch_dir: Path,
@@ -124,23 +162,42 @@ def compact_table(
 
     # 1. this batch's events -> change-log rows (or quarantine) -> appended once
     events = spark.read.parquet(str(batch_dir / "changelog")).where(F.col("table") == source_table)
-    routed_dir = batch_dir / "routed" / layout["identifier"]
-    events.mapInArrow(
-        lambda it: route_events(it, keys, types, buckets, batch_id, cmap), LOG_DDL + ", _error string"
-    ).write.mode("overwrite").parquet(str(routed_dir))
-    routed = spark.read.parquet(str(routed_dir))
-    errors = routed.where("_error IS NOT NULL")
-    quarantined = errors.count()
-    if quarantined:
-        errors.select(
-            F.col("_error").alias("error"),
-            "source_file",
-            "source_offset",
-            F.to_json(F.struct("op", "seq", "before", "after")).cast("binary").alias("raw"),
-        ).write.mode("overwrite").parquet(str(batch_dir / "quarantine" / "compact" / layout["identifier"]))
-    good = routed.where("_error IS NULL").drop("_error")
+    quarantine_dir = batch_dir / "quarantine" / "compact" / layout["identifier"]
+    limit = driver_fold_rows()
+    expected = _table_events(batch_dir, source_table)
+    in_driver = expected is not None and expected <= limit
+    if in_driver:  # routed here: one job reads the events, nothing is written or counted by Spark
+        ev_arrow = events.toArrow()
+        routed_arrow = pa.Table.from_batches(
+            list(route_events(ev_arrow.to_batches(), keys, types, buckets, batch_id, cmap)), schema=ROUTED_SCHEMA
+        )
+        is_error = pc.is_valid(routed_arrow["_error"])
+        quarantined = pc.sum(is_error).as_py() or 0
+        if quarantined:
+            errors_frame = _to_frame(spark, routed_arrow.filter(is_error), LOG_DDL + ", _error string")
+            _write_quarantine(errors_frame, quarantine_dir)
+        good_arrow = routed_arrow.filter(pc.invert(is_error)).drop_columns(["_error"])
+        good = _to_frame(spark, good_arrow, LOG_DDL)
+        has_good = good_arrow.num_rows > 0
+        truncates = pc.sum(pc.equal(ev_arrow["op"], "TRUNCATE")).as_py() or 0
+        key_set = {k for k in good_arrow["_key"].to_pylist() if k is not None}
+        key_set |= {k for k in good_arrow["_old_key"].to_pylist() if k is not None}
+    else:
+        routed_dir = batch_dir / "routed" / layout["identifier"]
+        events.mapInArrow(
+            lambda it: route_events(it, keys, types, buckets, batch_id, cmap), LOG_DDL + ", _error string"
+        ).write.mode("overwrite").parquet(str(routed_dir))
+        routed = spark.read.parquet(str(routed_dir))
+        errors = routed.where("_error IS NOT NULL")
+        quarantined = errors.count()
+        if quarantined:
+            _write_quarantine(errors, quarantine_dir)
+        good = routed.where("_error IS NULL").drop("_error")
+        has_good = bool(good.limit(1).count())
+        truncates = events.where(F.col("op") == "TRUNCATE").count()  # logged by the truncate step
+        key_set = None
     fault_point("compact:before-log-append")
-    if batch_id not in _snapshot_info(spark, log_name) and good.limit(1).count():
+    if has_good and batch_id not in _snapshot_info(spark, log_name):
         good.writeTo(log_name).option(f"snapshot-property.{BATCH_PROPERTY}", batch_id).append()
     fault_point("compact:after-log-append")
 
@@ -151,24 +208,31 @@ def compact_table(
     keyed = props.get(ROW_KEYS_PROPERTY) == "1"
     spark.catalog.refreshTable(log_name)
     log = spark.table(log_name)
-    truncates = events.where(F.col("op") == "TRUNCATE").count()  # logged by the truncate step
     wm_row = log.where(F.col("_cdc_bucket") == TRUNCATE_BUCKET).agg(F.max("seq").alias("wm")).first()
     truncate_seq = wm_row["wm"] if wm_row else None
-    batch_keys = (
-        good.where("_key IS NOT NULL")
-        .select(F.col("_key").alias("k"))
-        .union(good.where("_old_key IS NOT NULL").select(F.col("_old_key").alias("k")))
-        .distinct()
-    )
+    if key_set is not None:
+        batch_keys = spark.createDataFrame([(k,) for k in sorted(key_set)], "k string")
+    else:
+        batch_keys = (
+            good.where("_key IS NOT NULL")
+            .select(F.col("_key").alias("k"))
+            .union(good.where("_old_key IS NOT NULL").select(F.col("_old_key").alias("k")))
+            .distinct()
+        )
     full = full_refresh or truncates > 0 or not keyed  # not keyed: rows without _cdc_key, rewritten once
-    linked = [] if full else _linked_keys(spark, log_name, batch_keys)
+    linked = [] if full or (key_set is not None and not key_set) else _linked_keys(spark, log_name, batch_keys, key_set)
     if linked:
         batch_keys = batch_keys.union(spark.createDataFrame([(k,) for k in linked], "k string")).distinct()
+        if key_set is not None:
+            key_set |= set(linked)
     if full:
         affected_buckets = list(range(buckets))
         log_events = log.where(F.col("_cdc_bucket") >= 0)
     else:
-        affected_buckets = sorted({bucket_of(r["k"], buckets) for r in batch_keys.collect()})
+        if key_set is not None:
+            affected_buckets = sorted({bucket_of(k, buckets) for k in key_set})
+        else:
+            affected_buckets = sorted({bucket_of(r["k"], buckets) for r in batch_keys.collect()})
         in_buckets = log.where(F.col("_cdc_bucket").isin(affected_buckets))
         keyset = F.broadcast(batch_keys) if len(affected_buckets) < buckets else batch_keys
         log_events = in_buckets.join(keyset, in_buckets["_key"] == keyset["k"], "left_semi").union(
@@ -181,18 +245,6 @@ def compact_table(
     else:
         mode, rewrite_buckets = _choose_mode(spark, name, props, affected_buckets, buckets)
 
-    # 3. route each key-change component to one worker: the bucket of its smallest key
-    pairs = log_events.where("_old_key IS NOT NULL").select("_key", "_old_key").distinct().collect()
-    part_of = _component_homes([(r["_key"], r["_old_key"]) for r in pairs], buckets)
-
-    part_udf = F.udf(lambda k, b: part_of.get(k, b) if k is not None else b, "int")
-    ev_parted = log_events.withColumn("_cdc_part", part_udf(F.col("_key"), F.col("_cdc_bucket")))
-
-    # data columns under aliases on the Spark side (see _aliases); fold_part sees the real names
-    names, aliases = [n for n, _ in columns], _aliases(columns)
-    aliased = list(zip(aliases, [t for _, t in columns], strict=True))
-    alias_keys = [aliases[names.index(k)] for k in keys]
-    out_ddl = f"{_table_ddl(aliased)}, {META_DDL}, _cdc_kind string, _cdc_info string"
     fold_args = {
         "keys": keys,
         "columns": columns,
@@ -201,32 +253,38 @@ def compact_table(
         "truncate_seq": truncate_seq,
         "cmap": cmap,
     }
-
-    if mode == MERGE_ON_READ:  # the affected keys' events only: no current row is read
-
-        def fold_events(ev: pa.Table) -> pa.Table:
-            return _renamed(fold_part(ev, None, markers=True, **fold_args), aliases)
-
-        folded = ev_parted.groupBy("_cdc_part").applyInArrow(fold_events, out_ddl)
+    # 3. the fold: in the driver when its inputs are small (known after one bounded read each), else on workers
+    folded_arrow = None
+    if in_driver:
+        # a log no larger than the bound is read whole-query (one job); a larger one through a limit
+        # (Spark then collects partition by partition, several jobs) so a long history stays bounded
+        log_rows = int(_head_summary(spark, log_name).get("total-records", limit + 1))
+        logged_arrow = (log_events if log_rows <= limit else log_events.limit(limit + 1)).toArrow()
+        rows_arrow = None
+        if logged_arrow.num_rows <= limit and mode != MERGE_ON_READ:
+            rows_arrow = spark.table(name).where(F.col("_cdc_bucket").isin(rewrite_buckets)).limit(limit + 1).toArrow()
+        if logged_arrow.num_rows <= limit and (rows_arrow is None or rows_arrow.num_rows <= limit):
+            fault_point("compact:before-write")
+            folded_arrow = fold_part(logged_arrow, rows_arrow, markers=mode == MERGE_ON_READ, **fold_args)
+    if folded_arrow is not None:
+        kinds = folded_arrow["_cdc_kind"]
+        stats = {"applied": 0, "stale": 0, "deleted_keys": 0}
+        for info in folded_arrow.filter(pc.equal(kinds, "stats"))["_cdc_info"].to_pylist():
+            for k, v in json.loads(info).items():
+                stats[k] += v
+        out_ddl = f"{_table_ddl(columns)}, {META_DDL}, _cdc_kind string"
+        if mode == MERGE_ON_READ:
+            picked = folded_arrow.filter(pc.is_in(kinds, pa.array(["row", "gone"]))).drop_columns(["_cdc_info"])
+            merge_buckets = sorted({b for b in picked["_cdc_bucket"].to_pylist()})
+            source = _to_frame(spark, picked, out_ddl)
+        else:
+            rows_out = folded_arrow.filter(pc.equal(kinds, "row")).drop_columns(["_cdc_kind", "_cdc_info"])
+            source = _to_frame(spark, rows_out, f"{_table_ddl(columns)}, {META_DDL}")
+        ev_parted, part_of = _parted_in_driver(spark, logged_arrow, buckets)
     else:
-        current = spark.table(name).where(F.col("_cdc_bucket").isin(rewrite_buckets))
-        current = _with_part(
-            _aliased(current, columns, META_NAMES), part_of, alias_keys, f"{_table_ddl(aliased)}, {META_DDL}"
+        source, merge_buckets, stats, part_of, ev_parted = _fold_on_workers(
+            spark, name, batch_dir, layout, log_events, mode, rewrite_buckets, fold_args
         )
-
-        def fold(ev: pa.Table, rows: pa.Table) -> pa.Table:
-            return _renamed(fold_part(ev, _renamed(rows, names), **fold_args), aliases)
-
-        folded = ev_parted.groupBy("_cdc_part").cogroup(current.groupBy("_cdc_part")).applyInArrow(fold, out_ddl)
-
-    merged_dir = batch_dir / "merged" / layout["identifier"]
-    fault_point("compact:before-write")
-    folded.write.mode("overwrite").parquet(str(merged_dir))
-    merged = spark.read.schema(out_ddl).parquet(str(merged_dir))
-    stats = {"applied": 0, "stale": 0, "deleted_keys": 0}
-    for r in merged.where("_cdc_kind = 'stats'").select("_cdc_info").collect():
-        for k, v in json.loads(r["_cdc_info"]).items():
-            stats[k] += v
     counts = {**stats, "quarantined": quarantined}
     properties = {BATCH_PROPERTY: batch_id, COUNTS_PROPERTY: json.dumps(counts, sort_keys=True)}
     if truncate_seq:
@@ -234,12 +292,9 @@ def compact_table(
     fault_point("compact:before-commit")
     try:
         if not main_done and mode == MERGE_ON_READ:
-            source = _real_names(merged.where("_cdc_kind IN ('row', 'gone')"), columns, [*META_NAMES, "_cdc_kind"])
-            # the buckets of the fold's keys (= the touched buckets, unless a key-change chain was cut short)
-            merge_buckets = sorted({r["_cdc_bucket"] for r in source.select("_cdc_bucket").distinct().collect()})
             _merge_and_publish(spark, name, batch_id, read_snapshot, source, columns, merge_buckets, properties)
         elif not main_done:
-            writer = _real_names(merged.where("_cdc_kind = 'row'"), columns, META_NAMES).writeTo(name)
+            writer = source.writeTo(name)
             for key, value in properties.items():
                 writer = writer.option(f"snapshot-property.{key}", value)
             with inside_commit(spark, name):
@@ -287,6 +342,7 @@ def compact_table(
         "quarantined": quarantined,
         "truncates_seen": truncates,
         "merge_mode": mode,
+        "fold": "driver" if folded_arrow is not None else "workers",
         "buckets_rewritten": len(rewrite_buckets),
         "buckets": buckets,
         "files_added": int(summary.get("added-data-files", 0)),
@@ -297,6 +353,83 @@ def compact_table(
         "rows_rewritten": int(summary.get("added-records", 0)),
         "committed_at": dt.datetime.now(dt.UTC).isoformat(),
     }
+
+
+def _parted_in_driver(spark, logged: pa.Table, buckets: int):
+    """The logged events as a frame with ``_cdc_part`` (as :func:`_fold_on_workers` routes them), for SCD2."""
+    old_keys = logged["_old_key"].to_pylist()
+    pairs = sorted({(k, o) for k, o in zip(logged["_key"].to_pylist(), old_keys, strict=True) if o is not None})
+    part_of = _component_homes(pairs, buckets)
+    parts = [
+        part_of.get(k, b) if k is not None else b
+        for k, b in zip(logged["_key"].to_pylist(), logged["_cdc_bucket"].to_pylist(), strict=True)
+    ]
+    parted = logged.append_column("_cdc_part", pa.array(parts, pa.int32()))
+    return _to_frame(spark, parted, LOG_DDL + ", _cdc_part int"), part_of
+
+
+def _fold_on_workers(
+    spark,
+    name: str,
+    batch_dir: Path,
+    layout: dict[str, Any],
+    log_events,
+    mode: str,
+    rewrite_buckets: list[int],
+    fold_args: dict[str, Any],
+):
+    """The distributed fold: each key-change component on one Python worker (the bucket of its smallest key).
+
+    Returns (the commit's source frame, the MERGE's buckets, stats, part_of, the events with their worker).
+    """
+    from pyspark.sql import functions as F
+
+    columns, keys, buckets = fold_args["columns"], fold_args["keys"], fold_args["buckets"]
+    pairs = log_events.where("_old_key IS NOT NULL").select("_key", "_old_key").distinct().collect()
+    part_of = _component_homes([(r["_key"], r["_old_key"]) for r in pairs], buckets)
+
+    part_udf = F.udf(lambda k, b: part_of.get(k, b) if k is not None else b, "int")
+    ev_parted = log_events.withColumn("_cdc_part", part_udf(F.col("_key"), F.col("_cdc_bucket")))
+
+    # data columns under aliases on the Spark side (see _aliases); fold_part sees the real names
+    names, aliases = [n for n, _ in columns], _aliases(columns)
+    aliased = list(zip(aliases, [t for _, t in columns], strict=True))
+    alias_keys = [aliases[names.index(k)] for k in keys]
+    out_ddl = f"{_table_ddl(aliased)}, {META_DDL}, _cdc_kind string, _cdc_info string"
+
+    if mode == MERGE_ON_READ:  # the affected keys' events only: no current row is read
+
+        def fold_events(ev: pa.Table) -> pa.Table:
+            return _renamed(fold_part(ev, None, markers=True, **fold_args), aliases)
+
+        folded = ev_parted.groupBy("_cdc_part").applyInArrow(fold_events, out_ddl)
+    else:
+        current = spark.table(name).where(F.col("_cdc_bucket").isin(rewrite_buckets))
+        current = _with_part(
+            _aliased(current, columns, META_NAMES), part_of, alias_keys, f"{_table_ddl(aliased)}, {META_DDL}"
+        )
+
+        def fold(ev: pa.Table, rows: pa.Table) -> pa.Table:
+            return _renamed(fold_part(ev, _renamed(rows, names), **fold_args), aliases)
+
+        folded = ev_parted.groupBy("_cdc_part").cogroup(current.groupBy("_cdc_part")).applyInArrow(fold, out_ddl)
+
+    merged_dir = batch_dir / "merged" / layout["identifier"]
+    fault_point("compact:before-write")
+    folded.write.mode("overwrite").parquet(str(merged_dir))
+    merged = spark.read.schema(out_ddl).parquet(str(merged_dir))
+    stats = {"applied": 0, "stale": 0, "deleted_keys": 0}
+    for r in merged.where("_cdc_kind = 'stats'").select("_cdc_info").collect():
+        for k, v in json.loads(r["_cdc_info"]).items():
+            stats[k] += v
+    merge_buckets: list[int] = []
+    if mode == MERGE_ON_READ:
+        source = _real_names(merged.where("_cdc_kind IN ('row', 'gone')"), columns, [*META_NAMES, "_cdc_kind"])
+        # the buckets of the fold's keys (= the touched buckets, unless a key-change chain was cut short)
+        merge_buckets = sorted({r["_cdc_bucket"] for r in source.select("_cdc_bucket").distinct().collect()})
+    else:
+        source = _real_names(merged.where("_cdc_kind = 'row'"), columns, META_NAMES)
+    return source, merge_buckets, stats, part_of, ev_parted
 
 
 def _write_history(
