@@ -157,10 +157,10 @@ def _apply_one(state: dict[str, dict[str, Any]], event: PreparedEvent, columns: 
     if event.op in ("INSERT", "UPSERT"):
         row = dict.fromkeys(columns)
     else:  # UPDATE: missing columns keep their current value
-        base = state.get(event.key)
-        if event.old_key is not None:  # key change: the old key goes, its row moves
-            moved = state.pop(event.old_key, None)
-            base = moved if moved is not None else base
+        if event.old_key is not None:  # key change: the old key goes, its row moves (never the new key's
+            base = state.pop(event.old_key, None)  # former row: that is another row, which this one replaces)
+        else:
+            base = state.get(event.key)
         if base is None:  # no current row: start from the before image
             base = dict.fromkeys(columns)
             base.update(event.before or {})

@@ -67,6 +67,22 @@ def test_key_change_moves_row_and_fills_missing_columns():
     assert values(state) == {"[9]": {"id": 9, "name": "a", "qty": 2}}
 
 
+def test_key_change_from_an_absent_row_onto_an_existing_key_starts_from_the_before_image():
+    """The moved row is the old key's: its missing columns come from the before image, never from the
+    row the new key held before (found by the merge law test: I(2, name a), then key change 1 -> 2)."""
+    state = {}
+    apply_events(
+        state,
+        [
+            ev("INSERT", 1, after={"id": 2, "name": "a", "qty": 1}),
+            ev("UPDATE", 2, before={"id": 1}, after={"id": 2, "qty": 3}),
+        ],
+        COLS,
+        "b",
+    )
+    assert values(state) == {"[2]": {"id": 2, "name": None, "qty": 3}}
+
+
 def test_stale_event_is_counted_not_applied():
     state = {}
     apply_events(state, [ev("INSERT", 5, after={"id": 1, "name": "new", "qty": 1})], COLS, "b1")

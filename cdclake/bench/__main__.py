@@ -7,8 +7,11 @@ Steps (each can be limited by a flag; ``--quick`` shrinks them all):
 3. start Spark (timed apart), warm up, then per format stage/decode/normalize/merge as one batch,
    each step timed with memory peaks, and the lake tables compared with the expected rows;
 4. the naive Spark job on the JSON formats, timed and compared;
-5. the incremental merge curve; 6. one large file decoded with bounded worker memory;
-7. ``benchmarks/results/<date>-bench.md`` (and ``.json``).
+5. batches over 2 and 30 tables in one application (the cost of each extra table);
+6. the incremental merge curve; 7. one large file decoded with bounded worker memory;
+8. two DAG runs through ``airflow dags test`` (wall time and each task's seconds), optionally one
+   over many tables (``--dag-tables``);
+9. ``benchmarks/results/<date>-bench.md`` (and ``.json``).
 """
 
 from __future__ import annotations
@@ -64,7 +67,11 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--sample-events", type=int, default=30_000, help="sample of the single-core measurements")
     parser.add_argument("--buckets", type=int, default=Settings.from_env().buckets)
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--skip", default="", help="steps to skip: pipeline,naive,merge,bigfile,single")
+    parser.add_argument("--skip", default="", help="steps to skip: pipeline,naive,tables,merge,bigfile,single,dag")
+    parser.add_argument("--table-counts", default="2,30", help="table counts of the many-tables batches")
+    parser.add_argument(
+        "--dag-tables", type=int, default=None, help="also a DAG run over this many tables, 10 changes each"
+    )
     parser.add_argument("--work", default=None, help="scratch folder (default: var/bench, removed afterwards)")
     parser.add_argument("--keep", action="store_true", help="keep the scratch folder")
     parser.add_argument(
@@ -249,7 +256,13 @@ def run(args: argparse.Namespace, work: Path, results: dict[str, Any]) -> None:
             results["formats"].setdefault(fmt, {})["single_core"] = single
             log(f"{fmt}: one core: bare {single['bare_parse_eps']:.0f}, decoder {single['decoder_eps']:.0f} ev/s")
 
-    if not {"pipeline", "naive", "merge", "bigfile"} - args.skip:
+    if not {"pipeline", "naive", "tables", "merge", "bigfile"} - args.skip:
+        if "dag" not in args.skip:
+            from cdclake.bench.cost import dag_run
+
+            results["dag_run"] = dag_run(work / "dag", 400, log=log)
+            if args.dag_tables:
+                results["dag_run_tables"] = dag_run(work / "dag-tables", 10, tables=args.dag_tables, log=log)
         return
     from cdclake.bench.compare import compare_tables
     from cdclake.bench.memory import Sampler
@@ -277,6 +290,11 @@ def run(args: argparse.Namespace, work: Path, results: dict[str, Any]) -> None:
                     log(f"{fmt}: {_summary(run)}")
             if "naive" not in args.skip:
                 _naive(spark, gens, tables, expected, results, args)
+            if "tables" not in args.skip:
+                from cdclake.bench.cost import many_tables
+
+                counts = [int(n) for n in args.table_counts.split(",")]
+                results["many_tables"] = many_tables(spark, work / "many", counts, 5, args.buckets, log=log)
             if "merge" not in args.skip:
                 from cdclake.bench.merge_curve import parse_size, run_curve
 
@@ -296,6 +314,12 @@ def run(args: argparse.Namespace, work: Path, results: dict[str, Any]) -> None:
     finally:
         spark.stop()
     _profile_worst(gens, results, args)
+    if "dag" not in args.skip:  # after the bench's own Spark session is gone: the DAG's tasks start their own
+        from cdclake.bench.cost import dag_run
+
+        results["dag_run"] = dag_run(work / "dag", 400, log=log)
+        if args.dag_tables:
+            results["dag_run_tables"] = dag_run(work / "dag-tables", 10, tables=args.dag_tables, log=log)
 
 
 def _warm_up(spark, work: Path, sampler, args: argparse.Namespace, results: dict[str, Any]) -> None:

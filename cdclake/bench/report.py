@@ -183,6 +183,47 @@ def render(results: dict[str, Any]) -> str:
                     f"| {r['files_removed']} / {r['files_added']} / {r['files_total']} "
                     f"| {r['buckets_rewritten']} / {r['buckets']} |"
                 )
+    if results.get("many_tables"):
+        m = results["many_tables"]
+        out += [
+            "",
+            "## Tables per batch (one application)",
+            "",
+            "One warm Spark session, the local pipeline (`run_batch`): a batch of 5 inserts into each of N new "
+            "tables (creates them), then a batch of 5 updates to each (steady state). Extra table = slope between "
+            "the smallest and largest N.",
+            "",
+            "| tables | new-tables batch s | steady batch s | balanced |",
+            "|--:|--:|--:|---|",
+        ]
+        for r in m["runs"]:
+            ok = r.get("create_balanced") and r.get("steady_balanced")
+            out.append(f"| {r['tables']} | {r['create_s']} | {r['steady_s']} | {ok} |")
+        out += [
+            "",
+            f"Each extra table: **{m['per_extra_table_steady_s']} s** in the steady state, "
+            f"{m['per_extra_table_create_s']} s when the batch creates it.",
+        ]
+    for key, title in (("dag_run", "DAG runs"), ("dag_run_tables", "DAG runs over many tables")):
+        if not results.get(key):
+            continue
+        d = results[key]
+        tasks = sorted({t for r in d["runs"] for t in r["task_s"]})
+        out += [
+            "",
+            f"## {title}: where the wall time goes",
+            "",
+            f"`airflow dags test cdc_<source>` (real spark-submit tasks, SparkSubmitOperator, `local[*]`): "
+            f"{d['events_per_run']:,} changes over {d['tables']} tables per run; run 1 creates the tables (so it "
+            "has an `apply_ddl` step), run 2 changes them. Seconds per task from Airflow's task start/end lines; "
+            "*before first task* is the `airflow` process start and DAG parsing.",
+            "",
+            "| run | ok | wall s | before first task s | " + " | ".join(tasks) + " |",
+            "|--:|---|--:|--:|" + "--:|" * len(tasks),
+        ]
+        for r in d["runs"]:
+            cells = " | ".join(_n(r["task_s"].get(t), 1) if t in r["task_s"] else "–" for t in tasks)
+            out.append(f"| {r['run']} | {r['ok']} | {r['wall_s']} | {r['before_first_task_s']} | {cells} |")
     if results.get("big_file"):
         out += [
             "",

@@ -54,6 +54,13 @@ def report_step(tables: list[str] | None) -> str:
     return f"compact-{digest}"
 
 
+def _refresh(spark, layout: dict[str, Any]) -> None:
+    name = layout["spark_name"]
+    for table in (name, name + LOG_SUFFIX, name + HISTORY_SUFFIX):
+        if spark.catalog.tableExists(table):
+            spark.catalog.refreshTable(table)
+
+
 def run(
     spark,
     batch_dir: str | Path,
@@ -89,6 +96,9 @@ def run(
         )
 
     done, errors = compact_tables(spark, todo, compact_one, threads)
+    if len(todo) > 1 and threads > 1:  # committed from other sessions: this one's cached copies are stale
+        for source_table in todo:
+            _refresh(spark, layouts[source_table])
     report.update(done)
     report = dict(sorted(report.items()))
     write_report(batch_dir, report_step(tables), report)
