@@ -157,10 +157,13 @@ def _apply_one(state: dict[str, dict[str, Any]], event: PreparedEvent, columns: 
     if event.op in ("INSERT", "UPSERT"):
         row = dict.fromkeys(columns)
     else:  # UPDATE: missing columns keep their current value
-        if event.old_key is not None:  # key change: the old key goes, its row moves (never the new key's
-            base = state.pop(event.old_key, None)  # former row: that is another row, which this one replaces)
-        else:
-            base = state.get(event.key)
+        base = state.get(event.key)
+        if event.old_key is not None:  # key change: the old key goes, its row moves
+            moved = state.pop(event.old_key, None)
+            if moved is not None or base is None or base.get("_cdc_seq") != event.seq:
+                # never the new key's former row: that is another row, which this one replaces; unless this
+                # same change wrote it (the change delivered twice, e.g. in a replayed batch: a no-op)
+                base = moved
         if base is None:  # no current row: start from the before image
             base = dict.fromkeys(columns)
             base.update(event.before or {})

@@ -133,6 +133,9 @@ class Settings:
     compact_group_size: int = 200
     #: Tables compacted at once inside one application (each in its own Spark session).
     compact_threads: int = 4
+    #: A table's batch up to this many events (and logged events / current rows read by its fold) is
+    #: routed and folded in the driver over Arrow; above, on Python workers (0: always on workers).
+    driver_fold_rows: int = 50_000
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
@@ -149,6 +152,7 @@ class Settings:
             catalog=CatalogSettings.from_env(env),
             compact_group_size=max(1, int(env.get("CDCLAKE_COMPACT_GROUP_SIZE", "200"))),
             compact_threads=max(1, int(env.get("CDCLAKE_COMPACT_THREADS", "4"))),
+            driver_fold_rows=max(0, int(env.get("CDCLAKE_DRIVER_FOLD_ROWS", "50000"))),
         )
 
     def jars(self) -> list[str]:

@@ -83,6 +83,24 @@ def test_key_change_from_an_absent_row_onto_an_existing_key_starts_from_the_befo
     assert values(state) == {"[2]": {"id": 2, "name": None, "qty": 3}}
 
 
+def test_a_key_change_delivered_twice_is_applied_once():
+    """A replayed batch brings the same change again (another batch id): the second copy finds the
+    old key already moved and must leave the moved row as it is."""
+    state = {}
+    change = {"before": {"id": 1}, "after": {"id": 2, "qty": 3}}
+    apply_events(
+        state,
+        [
+            ev("INSERT", 1, after={"id": 1, "name": "a", "qty": 1}),
+            ev("UPDATE", 2, offset=1, **change),
+            ev("UPDATE", 2, offset=2, **change),
+        ],
+        COLS,
+        "b",
+    )
+    assert values(state) == {"[2]": {"id": 2, "name": "a", "qty": 3}}
+
+
 def test_stale_event_is_counted_not_applied():
     state = {}
     apply_events(state, [ev("INSERT", 5, after={"id": 1, "name": "new", "qty": 1})], COLS, "b1")

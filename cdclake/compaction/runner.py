@@ -12,6 +12,7 @@ reported with its error and the others go on, and a retry of the task skips what
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -56,9 +57,10 @@ def compact_tables(
         report["seconds"] = round(time.perf_counter() - started, 3)
         reports[table] = report
         counts = " ".join(f"{k}={report.get(k, 0)}" for k in ("applied", "stale", "quarantined", "deleted_keys"))
-        print(
+        print(  # stderr: the task log shows it, and stdout stays the report's (``cdclake apply`` prints JSON there)
             f"compact {table}: {report.get('status')} {counts} mode={report.get('merge_mode', '-')} "
             f"in {report['seconds']} s",
+            file=sys.stderr,
             flush=True,
         )
 

@@ -49,7 +49,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-import os
 from pathlib import Path
 from typing import Any
 
@@ -99,15 +98,11 @@ from cdclake.tables import BATCH_PROPERTY
 logger = logging.getLogger(__name__)
 
 
-#: A table's batch of at most this many events, whose fold reads at most this many logged events and
-#: current rows, is routed and folded in the driver over Arrow: the same functions, without the Spark jobs of
-#: Python workers, Parquet round trips and counts that a distributed fold costs (docs/decisions.md,
-#: "Small batches fold in the driver"). ``CDCLAKE_DRIVER_FOLD_ROWS`` overrides it (0: always distributed).
-DRIVER_FOLD_ROWS = 50_000
-
-
 def driver_fold_rows() -> int:
-    return int(os.environ.get("CDCLAKE_DRIVER_FOLD_ROWS", DRIVER_FOLD_ROWS))
+    """The driver-fold bound (``Settings.driver_fold_rows``; docs/decisions.md, "Small batches fold in the driver")."""
+    from cdclake.settings import Settings
+
+    return Settings.from_env().driver_fold_rows
 
 
 def _table_events(batch_dir: Path, source_table: str) -> int | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import random
 
 import pytest
@@ -21,6 +22,7 @@ from cdclake.tables import TableNotFound, read_rows
 
 pytestmark = pytest.mark.spark
 _tables = itertools.count()
+DRIVER_FOLD_ENV = "CDCLAKE_DRIVER_FOLD_ROWS"
 
 event_st = st.tuples(
     st.sampled_from(["I", "I", "U", "U", "P", "K", "D", "T"]),  # P: partial update, K: key change
@@ -69,10 +71,17 @@ def to_message(table: str, pos: int, op: str, key: int, other: int, name) -> dic
 
 
 @settings(max_examples=5, deadline=None, suppress_health_check=list(HealthCheck))
-@given(st.lists(event_st, min_size=3, max_size=12), st.integers(1, 3), st.randoms(use_true_random=False))
+@given(
+    st.lists(event_st, min_size=3, max_size=12),
+    st.integers(1, 3),
+    st.randoms(use_true_random=False),
+    st.lists(st.booleans(), min_size=4, max_size=4),
+)
 def test_any_batching_order_and_replay_gives_the_reference_table(
-    spark, warehouse, tmp_path_factory, history, nbatches, rnd: random.Random
+    spark, warehouse, tmp_path_factory, history, nbatches, rnd: random.Random, on_workers
 ):
+    """Each applied batch folds in the driver or on Python workers (``on_workers``, drawn per batch):
+    both paths, and any mix of them over a table's batches, must give the reference table."""
     table = f"LAW.T{next(_tables)}"
     messages = [to_message(table, pos, *item) for pos, item in enumerate(history, start=1)]
     expected = reference([{**m, "pos": int(m["pos"])} for m in messages])
@@ -81,10 +90,18 @@ def test_any_batching_order_and_replay_gives_the_reference_table(
     batches = [shuffled[i::nbatches] for i in range(nbatches)]
     order = [*range(nbatches), rnd.randrange(nbatches)]  # one batch is replayed at the end
     folder = tmp_path_factory.mktemp("law")
-    for _n, index in enumerate(order):
+    for n, index in enumerate(order):
         path = folder / f"batch{index}.json"
         path.write_text("\n".join(json.dumps(m) for m in batches[index]) + "\n")
-        apply_files("goldengate-json", Options({"keys": "id"}), [str(path)], warehouse, spark=spark)
+        previous = os.environ.get(DRIVER_FOLD_ENV)
+        os.environ[DRIVER_FOLD_ENV] = "0" if on_workers[n] else "50000"
+        try:
+            apply_files("goldengate-json", Options({"keys": "id"}), [str(path)], warehouse, spark=spark)
+        finally:
+            if previous is None:
+                os.environ.pop(DRIVER_FOLD_ENV, None)
+            else:
+                os.environ[DRIVER_FOLD_ENV] = previous
     try:
         rows = read_rows(warehouse, table)
     except TableNotFound:
