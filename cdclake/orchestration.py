@@ -413,6 +413,59 @@ def build_rebuild_dag(sources: dict[str, SourceConfig], settings: Settings):
     return dag
 
 
+def build_maintenance_dag(sources: dict[str, SourceConfig], settings: Settings):
+    """``cdc_maintenance``: daily file compaction, snapshot expiry and orphan removal of a source's tables."""
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+    from airflow.sdk import DAG, Param, task
+
+    names = sorted(sources)
+    with DAG(
+        dag_id="cdc_maintenance",
+        schedule="@daily",
+        start_date=START_DATE,
+        catchup=False,
+        max_active_runs=1,
+        tags=["cdclake", "maintenance"],
+        params={
+            "sources": Param(names, type="array", items={"type": "string", "enum": names}, description="Sources"),
+            "keep_days": Param(7.0, type="number", description="Expire snapshots older than this (days)"),
+            "keep_snapshots": Param(100, type="integer", description="Always keep this many newest snapshots"),
+        },
+        doc_md="Rewrite small files (change logs sorted by key), expire old snapshots and remove orphan files of "
+        "the lake tables of each chosen source; file counts before/after in the task log.",
+        default_args={"retries": 1, "retry_delay": dt.timedelta(minutes=5)},
+    ) as dag:
+
+        @task(task_id="plan")
+        def plan(**context: Any) -> list[list[str]]:
+            params = context["params"]
+            return [
+                [
+                    "--warehouse",
+                    str(settings.warehouse),
+                    "--source-dir",
+                    str(settings.staging / name),
+                    "--keep-days",
+                    str(params["keep_days"]),
+                    "--keep-snapshots",
+                    str(params["keep_snapshots"]),
+                    "--source",
+                    name,
+                ]
+                for name in params.get("sources") or names
+                if name in sources
+            ]
+
+        SparkSubmitOperator.partial(
+            task_id="maintain",
+            application=str(SPARK_JOBS / "maintain.py"),
+            name="cdclake-maintain",
+            map_index_template="{{ task.application_args[-1] }}",
+            **_spark_args(settings),
+        ).expand(application_args=plan())
+    return dag
+
+
 def sources_file(settings: Settings) -> Path:
     """The sources config: CDCLAKE_SOURCES, else the Airflow Variable ``cdclake_sources_file``, else the default."""
     if os.environ.get("CDCLAKE_SOURCES"):
@@ -427,9 +480,10 @@ def sources_file(settings: Settings) -> Path:
 
 
 def build_dags(sources_path: str | Path | None = None) -> dict[str, Any]:
-    """``{dag_id: DAG}`` for every configured source plus ``cdc_rebuild`` (for a DAG file's globals)."""
+    """``{dag_id: DAG}`` for every configured source plus ``cdc_rebuild`` and ``cdc_maintenance``."""
     settings = Settings.from_env()
     sources = load_sources(sources_path or sources_file(settings))
     dags = {f"cdc_{name}": build_dag(source, settings) for name, source in sources.items()}
     dags["cdc_rebuild"] = build_rebuild_dag(sources, settings)
+    dags["cdc_maintenance"] = build_maintenance_dag(sources, settings)
     return dags

@@ -331,6 +331,7 @@ def compact_table(
             spark, batch_dir, batch_id, source_table, layout, default_buckets, full_refresh, attempt + 1
         )
     summary = _head_summary(spark, name)
+    log_summary = _head_summary(spark, log_name)
     return {
         "status": "committed",
         **stats,
@@ -346,6 +347,7 @@ def compact_table(
         "delete_files_added": int(summary.get("added-delete-files", 0)),
         "delete_files_total": int(summary.get("total-delete-files", 0)),
         "rows_rewritten": int(summary.get("added-records", 0)),
+        "log_files_total": int(log_summary.get("total-data-files", 0)),  # small files pile up here: maintenance
         "committed_at": dt.datetime.now(dt.UTC).isoformat(),
     }
 
