@@ -135,7 +135,7 @@ class Settings:
     compact_threads: int = 4
     #: A table's batch up to this many events (and logged events / current rows read by its fold) is
     #: routed and folded in the driver over Arrow; above, on Python workers (0: always on workers).
-    driver_fold_rows: int = 50_000
+    driver_fold_rows: int = 5_000
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
@@ -152,7 +152,7 @@ class Settings:
             catalog=CatalogSettings.from_env(env),
             compact_group_size=max(1, int(env.get("CDCLAKE_COMPACT_GROUP_SIZE", "200"))),
             compact_threads=max(1, int(env.get("CDCLAKE_COMPACT_THREADS", "4"))),
-            driver_fold_rows=max(0, int(env.get("CDCLAKE_DRIVER_FOLD_ROWS", "50000"))),
+            driver_fold_rows=max(0, int(env.get("CDCLAKE_DRIVER_FOLD_ROWS", "5000"))),
         )
 
     def jars(self) -> list[str]:

@@ -68,18 +68,25 @@ def route_events(
         yield pa.RecordBatch.from_pylist(out, schema=ROUTED_SCHEMA)
 
 
-def _linked_keys(spark, log_name: str, keys_df, known: set[str] | None = None) -> list[str]:
+def _linked_keys(
+    spark, log_name: str, keys_df, known: set[str] | None = None
+) -> tuple[list[str], set[tuple[str, str]] | None]:
     """Keys linked to ``keys_df`` by key changes anywhere in the log, to a fixpoint.
 
     Only key-change pairs reach the driver (they are rare), never the key set. ``known``: the keys of
     ``keys_df`` when the driver has them (a small batch): the frontier is then broadcast, and a round
     that finds no key outside them ends the search (usually the first). Files whose ``_old_key`` is all
     null are skipped by Iceberg's column metrics, so a log without key changes costs one empty scan.
+
+    Returns (the linked keys not in ``known``, every (key, old key) pair found: all the key changes
+    that touch the final key set, which is what routing the fold by component needs; None when the
+    search was cut short after ``MAX_LINK_ROUNDS``).
     """
     from pyspark.sql import functions as F
 
     links = spark.table(log_name).where(F.col("_old_key").isNotNull()).select("_key", "_old_key")
     found: set[str] = set(known or ())
+    all_pairs: set[tuple[str, str]] = set()
     frontier, broadcast = keys_df, known is not None
     for _ in range(MAX_LINK_ROUNDS):
         side = F.broadcast(frontier) if broadcast else frontier
@@ -88,12 +95,14 @@ def _linked_keys(spark, log_name: str, keys_df, known: set[str] | None = None) -
         pairs = links.join(side, links["_key"] == side["k"], "left_semi").union(
             links.join(side, links["_old_key"] == side["k"], "left_semi")
         )
-        new = {v for r in pairs.distinct().collect() for v in r} - found
+        round_pairs = {(r["_key"], r["_old_key"]) for r in pairs.distinct().collect()}
+        all_pairs |= round_pairs
+        new = {v for pair in round_pairs for v in pair} - found
         if not new:
-            break
+            return sorted(found - set(known or ())), all_pairs
         found |= new
         frontier, broadcast = spark.createDataFrame([(k,) for k in sorted(new)], "k string"), True
-    return sorted(found - set(known or ()))
+    return sorted(found - set(known or ())), None  # cut short: the last keys' other pairs were not searched
 
 
 def _component_homes(pairs: list[tuple[str, str]], buckets: int) -> dict[str, int]:

@@ -215,7 +215,10 @@ def compact_table(
             .distinct()
         )
     full = full_refresh or truncates > 0 or not keyed  # not keyed: rows without _cdc_key, rewritten once
-    linked = [] if full or (key_set is not None and not key_set) else _linked_keys(spark, log_name, batch_keys, key_set)
+    linked: list[str] = []
+    link_pairs: set[tuple[str, str]] | None = None  # every key change touching the affected keys, when searched
+    if not full and (key_set is None or key_set):
+        linked, link_pairs = _linked_keys(spark, log_name, batch_keys, key_set)
     if linked:
         batch_keys = batch_keys.union(spark.createDataFrame([(k,) for k in linked], "k string")).distinct()
         if key_set is not None:
@@ -227,7 +230,10 @@ def compact_table(
         if key_set is not None:
             affected_buckets = sorted({bucket_of(k, buckets) for k in key_set})
         else:
-            affected_buckets = sorted({bucket_of(r["k"], buckets) for r in batch_keys.collect()})
+            # a change-log row sits in its key's bucket, or (role "link") in its old key's: the batch's rows'
+            # buckets are its keys' buckets, without collecting the keys
+            logged_buckets = {r["_cdc_bucket"] for r in good.select("_cdc_bucket").distinct().collect()}
+            affected_buckets = sorted(logged_buckets | {bucket_of(k, buckets) for k in linked})
         in_buckets = log.where(F.col("_cdc_bucket").isin(affected_buckets))
         keyset = F.broadcast(batch_keys) if len(affected_buckets) < buckets else batch_keys
         log_events = in_buckets.join(keyset, in_buckets["_key"] == keyset["k"], "left_semi").union(
@@ -278,7 +284,7 @@ def compact_table(
         ev_parted, part_of = _parted_in_driver(spark, logged_arrow, buckets)
     else:
         source, merge_buckets, stats, part_of, ev_parted = _fold_on_workers(
-            spark, name, batch_dir, layout, log_events, mode, rewrite_buckets, fold_args
+            spark, name, batch_dir, layout, log_events, mode, rewrite_buckets, fold_args, link_pairs
         )
     counts = {**stats, "quarantined": quarantined}
     properties = {BATCH_PROPERTY: batch_id, COUNTS_PROPERTY: json.dumps(counts, sort_keys=True)}
@@ -365,6 +371,18 @@ def _parted_in_driver(spark, logged: pa.Table, buckets: int):
     return _to_frame(spark, parted, LOG_DDL + ", _cdc_part int"), part_of
 
 
+def _with_event_part(spark, log_events, part_of: dict[str, int]):
+    """``_cdc_part`` of each logged event: its key's component home, else its bucket (a broadcast join of
+    the few keys in key-change components, not a Python UDF over every event)."""
+    from pyspark.sql import functions as F
+
+    if not part_of:
+        return log_events.withColumn("_cdc_part", F.col("_cdc_bucket"))
+    homes = F.broadcast(spark.createDataFrame(sorted(part_of.items()), "_home_key string, _home int"))
+    joined = log_events.join(homes, log_events["_key"] == homes["_home_key"], "left")
+    return joined.withColumn("_cdc_part", F.coalesce(F.col("_home"), F.col("_cdc_bucket"))).drop("_home_key", "_home")
+
+
 def _fold_on_workers(
     spark,
     name: str,
@@ -374,6 +392,7 @@ def _fold_on_workers(
     mode: str,
     rewrite_buckets: list[int],
     fold_args: dict[str, Any],
+    pairs: set[tuple[str, str]] | None = None,
 ):
     """The distributed fold: each key-change component on one Python worker (the bucket of its smallest key).
 
@@ -382,11 +401,12 @@ def _fold_on_workers(
     from pyspark.sql import functions as F
 
     columns, keys, buckets = fold_args["columns"], fold_args["keys"], fold_args["buckets"]
-    pairs = log_events.where("_old_key IS NOT NULL").select("_key", "_old_key").distinct().collect()
-    part_of = _component_homes([(r["_key"], r["_old_key"]) for r in pairs], buckets)
+    if pairs is None:  # the linked-key search did not run (full refold): the pairs of the events read
+        found = log_events.where("_old_key IS NOT NULL").select("_key", "_old_key").distinct().collect()
+        pairs = {(r["_key"], r["_old_key"]) for r in found}
+    part_of = _component_homes(sorted(pairs), buckets)
 
-    part_udf = F.udf(lambda k, b: part_of.get(k, b) if k is not None else b, "int")
-    ev_parted = log_events.withColumn("_cdc_part", part_udf(F.col("_key"), F.col("_cdc_bucket")))
+    ev_parted = _with_event_part(spark, log_events, part_of)
 
     # data columns under aliases on the Spark side (see _aliases); fold_part sees the real names
     names, aliases = [n for n, _ in columns], _aliases(columns)

@@ -94,7 +94,7 @@ def test_any_batching_order_and_replay_gives_the_reference_table(
         path = folder / f"batch{index}.json"
         path.write_text("\n".join(json.dumps(m) for m in batches[index]) + "\n")
         previous = os.environ.get(DRIVER_FOLD_ENV)
-        os.environ[DRIVER_FOLD_ENV] = "0" if on_workers[n] else "50000"
+        os.environ[DRIVER_FOLD_ENV] = "0" if on_workers[n] else "5000"
         try:
             apply_files("goldengate-json", Options({"keys": "id"}), [str(path)], warehouse, spark=spark)
         finally:
