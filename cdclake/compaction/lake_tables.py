@@ -83,6 +83,15 @@ def _create(spark, name: str, ddl: str, props: dict[str, str]) -> None:
     )
 
 
+def ensure_namespace(spark, namespace: str) -> None:
+    """``CREATE NAMESPACE IF NOT EXISTS``, safe when another session creates it at the same moment (the JDBC
+    catalog checks, then inserts: the loser of the race gets a primary-key error; the namespace exists)."""
+    try:
+        spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")
+    except Exception:
+        spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")  # raises again only if it is still missing
+
+
 def ensure_tables(spark, source_table: str, layout: dict[str, Any], buckets: int) -> int:
     """Create the table and its change log, or add new columns; returns the bucket count.
 
@@ -92,7 +101,7 @@ def ensure_tables(spark, source_table: str, layout: dict[str, Any], buckets: int
     """
     name = layout["spark_name"]
     columns = [tuple(c) for c in layout["columns"]]
-    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {name.rsplit('.', 1)[0]}")
+    ensure_namespace(spark, name.rsplit(".", 1)[0])
     common = {
         "format-version": "2",
         SOURCE_TABLE_PROPERTY: source_table,

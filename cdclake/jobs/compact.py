@@ -19,6 +19,7 @@ from cdclake.compaction.lake_tables import (
     LOG_SUFFIX,
     ROW_KEYS_PROPERTY,
     TRUNCATE_BUCKET,
+    ensure_namespace,
     ensure_tables,
 )
 from cdclake.compaction.lineage import _snapshot_info
@@ -95,6 +96,8 @@ def run(
             session, batch_dir, manifest.batch_id, source_table, layouts[source_table], buckets, full_refresh
         )
 
+    for namespace in sorted({layouts[t]["spark_name"].rsplit(".", 1)[0] for t in todo}):
+        ensure_namespace(spark, namespace)  # once, before the tables' sessions race to create it
     done, errors = compact_tables(spark, todo, compact_one, threads)
     if len(todo) > 1 and threads > 1:  # committed from other sessions: this one's cached copies are stale
         for source_table in todo:
