@@ -257,12 +257,7 @@ def run(args: argparse.Namespace, work: Path, results: dict[str, Any]) -> None:
             log(f"{fmt}: one core: bare {single['bare_parse_eps']:.0f}, decoder {single['decoder_eps']:.0f} ev/s")
 
     if not {"pipeline", "naive", "tables", "merge", "bigfile"} - args.skip:
-        if "dag" not in args.skip:
-            from cdclake.bench.cost import dag_run
-
-            results["dag_run"] = dag_run(work / "dag", 400, log=log)
-            if args.dag_tables:
-                results["dag_run_tables"] = dag_run(work / "dag-tables", 10, tables=args.dag_tables, log=log)
+        _dag_runs(args, work, results)
         return
     from cdclake.bench.compare import compare_tables
     from cdclake.bench.memory import Sampler
@@ -314,12 +309,18 @@ def run(args: argparse.Namespace, work: Path, results: dict[str, Any]) -> None:
     finally:
         spark.stop()
     _profile_worst(gens, results, args)
-    if "dag" not in args.skip:  # after the bench's own Spark session is gone: the DAG's tasks start their own
-        from cdclake.bench.cost import dag_run
+    _dag_runs(args, work, results)  # after the bench's own Spark session is gone: the DAG's tasks start their own
 
-        results["dag_run"] = dag_run(work / "dag", 400, log=log)
-        if args.dag_tables:
-            results["dag_run_tables"] = dag_run(work / "dag-tables", 10, tables=args.dag_tables, log=log)
+
+def _dag_runs(args: argparse.Namespace, work: Path, results: dict[str, Any]) -> None:
+    """The DAG runs through Airflow (400 changes; and over ``--dag-tables`` tables), unless skipped."""
+    if "dag" in args.skip:
+        return
+    from cdclake.bench.cost import dag_run
+
+    results["dag_run"] = dag_run(work / "dag", 400, log=log)
+    if args.dag_tables:
+        results["dag_run_tables"] = dag_run(work / "dag-tables", 10, tables=args.dag_tables, log=log)
 
 
 def _warm_up(spark, work: Path, sampler, args: argparse.Namespace, results: dict[str, Any]) -> None:

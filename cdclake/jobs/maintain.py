@@ -36,7 +36,7 @@ DEFAULT_ORPHAN_DAYS = 3.0
 
 
 def file_counts(spark, name: str) -> dict[str, int]:
-    """Data files, delete files, records and snapshots of ``name``'s head (snapshot summary, no job)."""
+    """Data files, delete files and records of ``name``'s head (its snapshot summary, no Spark job)."""
     summary = _head_summary(spark, name)
     return {
         "data_files": int(summary.get("total-data-files", 0)),
