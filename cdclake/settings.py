@@ -136,6 +136,9 @@ class Settings:
     #: A table's batch up to this many events (and logged events / current rows read by its fold) is
     #: routed and folded in the driver over Arrow; above, on Python workers (0: always on workers).
     driver_fold_rows: int = 5_000
+    #: Keys without key changes fold in Spark SQL on the workers path (docs/decisions.md, "The fold at native
+    #: speed"); off: every key through the Python reference fold (``cdclake.merge``).
+    native_fold: bool = True
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
@@ -153,6 +156,7 @@ class Settings:
             compact_group_size=max(1, int(env.get("CDCLAKE_COMPACT_GROUP_SIZE", "200"))),
             compact_threads=max(1, int(env.get("CDCLAKE_COMPACT_THREADS", "4"))),
             driver_fold_rows=max(0, int(env.get("CDCLAKE_DRIVER_FOLD_ROWS", "5000"))),
+            native_fold=env.get("CDCLAKE_NATIVE_FOLD", "1").strip().lower() not in ("0", "false", "no", "off"),
         )
 
     def jars(self) -> list[str]:

@@ -93,6 +93,13 @@ def _snapshot_info(spark, name: str) -> set[str]:
     return {r["batch"] for r in _lineage(spark, name) if r["batch"]}
 
 
+def _only_batch(spark, name: str, batch_id: str) -> bool:
+    """Whether every snapshot of ``name``'s ``main`` was committed by ``batch_id`` (a log holding
+    nothing but this batch: a table's first batch). A maintenance rewrite (no batch id) says no."""
+    lineage = _lineage(spark, name)
+    return bool(lineage) and all(r["batch"] == batch_id for r in lineage)
+
+
 def _head_summary(spark, name: str) -> dict[str, str]:
     table = _java_table(spark, name)
     if table is not None:

@@ -78,8 +78,10 @@ from cdclake.compaction.lineage import (
     _committed_counts,
     _fresh_snapshot_id,
     _head_summary,
+    _only_batch,
     _snapshot_info,
 )
+from cdclake.compaction.native_fold import fold_native
 from cdclake.compaction.publish import (
     COMMIT_ATTEMPTS,
     _branch_name,
@@ -103,6 +105,13 @@ def driver_fold_rows() -> int:
     from cdclake.settings import Settings
 
     return Settings.from_env().driver_fold_rows
+
+
+def native_fold_enabled() -> bool:
+    """``Settings.native_fold`` (docs/decisions.md, "The fold at native speed")."""
+    from cdclake.settings import Settings
+
+    return Settings.from_env().native_fold
 
 
 def _table_events(batch_dir: Path, source_table: str) -> int | None:
@@ -215,9 +224,12 @@ def compact_table(
             .distinct()
         )
     full = full_refresh or truncates > 0 or not keyed  # not keyed: rows without _cdc_key, rewritten once
+    # a log holding only this batch (a table's first batch): every logged key is affected and every key
+    # change is among the events read, so there is nothing to search and no key set to join
+    whole_log = not full and _only_batch(spark, log_name, batch_id)
     linked: list[str] = []
     link_pairs: set[tuple[str, str]] | None = None  # every key change touching the affected keys, when searched
-    if not full and (key_set is None or key_set):
+    if not full and not whole_log and (key_set is None or key_set):
         linked, link_pairs = _linked_keys(spark, log_name, batch_keys, key_set)
     if linked:
         batch_keys = batch_keys.union(spark.createDataFrame([(k,) for k in linked], "k string")).distinct()
@@ -225,6 +237,12 @@ def compact_table(
             key_set |= set(linked)
     if full:
         affected_buckets = list(range(buckets))
+        log_events = log.where(F.col("_cdc_bucket") >= 0)
+    elif whole_log:
+        if key_set is not None:
+            affected_buckets = sorted({bucket_of(k, buckets) for k in key_set})
+        else:
+            affected_buckets = sorted({r["_cdc_bucket"] for r in good.select("_cdc_bucket").distinct().collect()})
         log_events = log.where(F.col("_cdc_bucket") >= 0)
     else:
         if key_set is not None:
@@ -284,7 +302,7 @@ def compact_table(
         ev_parted, part_of = _parted_in_driver(spark, logged_arrow, buckets)
     else:
         source, merge_buckets, stats, part_of, ev_parted = _fold_on_workers(
-            spark, name, batch_dir, layout, log_events, mode, rewrite_buckets, fold_args, link_pairs
+            spark, name, batch_dir, layout, log_events, mode, rewrite_buckets, fold_args, link_pairs, keyed
         )
     counts = {**stats, "quarantined": quarantined}
     properties = {BATCH_PROPERTY: batch_id, COUNTS_PROPERTY: json.dumps(counts, sort_keys=True)}
@@ -393,8 +411,11 @@ def _fold_on_workers(
     rewrite_buckets: list[int],
     fold_args: dict[str, Any],
     pairs: set[tuple[str, str]] | None = None,
+    keyed: bool = False,
 ):
-    """The distributed fold: each key-change component on one Python worker (the bucket of its smallest key).
+    """The distributed fold: keys without key changes in Spark SQL (``native_fold``), each key-change
+    component on one Python worker (the bucket of its smallest key); ``keyed``: every current row has
+    its ``_cdc_key`` (what passing the untouched rows through natively needs).
 
     Returns (the commit's source frame, the MERGE's buckets, stats, part_of, the events with their worker).
     """
@@ -414,11 +435,18 @@ def _fold_on_workers(
     alias_keys = [aliases[names.index(k)] for k in keys]
     out_ddl = f"{_table_ddl(aliased)}, {META_DDL}, _cdc_kind string, _cdc_info string"
 
-    if mode == MERGE_ON_READ:  # the affected keys' events only: no current row is read
+    def fold_events(ev: pa.Table) -> pa.Table:
+        return _renamed(fold_part(ev, None, markers=True, **fold_args), aliases)
 
-        def fold_events(ev: pa.Table) -> pa.Table:
-            return _renamed(fold_part(ev, None, markers=True, **fold_args), aliases)
-
+    cmap = fold_args["cmap"]
+    if keyed and native_fold_enabled() and not (cmap and (cmap.renames or cmap.dropped)):
+        linked = None
+        if part_of:  # the key-change components' events: the Python fold
+            homes = _homes_frame(spark, part_of)
+            linked_events = ev_parted.join(homes, ev_parted["_key"] == homes["_home_key"], "left_semi")
+            linked = linked_events.groupBy("_cdc_part").applyInArrow(fold_events, out_ddl)
+        folded = _fold_native(spark, name, log_events, linked, part_of, mode, rewrite_buckets, fold_args)
+    elif mode == MERGE_ON_READ:  # the affected keys' events only: no current row is read
         folded = ev_parted.groupBy("_cdc_part").applyInArrow(fold_events, out_ddl)
     else:
         current = spark.table(name).where(F.col("_cdc_bucket").isin(rewrite_buckets))
@@ -447,6 +475,44 @@ def _fold_on_workers(
     else:
         source = _real_names(merged.where("_cdc_kind = 'row'"), columns, META_NAMES)
     return source, merge_buckets, stats, part_of, ev_parted
+
+
+def _homes_frame(spark, part_of: dict[str, int]):
+    """The keys of key-change components, broadcast (they are few)."""
+    from pyspark.sql import functions as F
+
+    return F.broadcast(spark.createDataFrame([(k,) for k in sorted(part_of)], "_home_key string"))
+
+
+def _fold_native(spark, name: str, log_events, linked, part_of: dict[str, int], mode, rewrite_buckets, fold_args):
+    """The fold's output with every key outside ``part_of`` folded in Spark SQL; ``linked`` (the Python
+    fold of the key-change components' events, with ``_cdc_part``) joined in; for a bucket overwrite, the
+    touched buckets' other current rows passed through as ``fold_part`` passes them."""
+    from pyspark.sql import functions as F
+
+    columns, truncate_seq = fold_args["columns"], fold_args["truncate_seq"]
+    plain = log_events
+    if part_of:
+        homes = _homes_frame(spark, part_of)
+        plain = log_events.join(homes, log_events["_key"] == homes["_home_key"], "left_anti")
+    folded = fold_native(plain, columns, fold_args["batch_id"], truncate_seq)
+    if linked is not None:
+        folded = folded.unionByName(linked)
+    if mode != MERGE_ON_READ:
+        affected = (
+            log_events.select(F.col("_key").alias("k"))
+            .union(log_events.where("_old_key IS NOT NULL").select(F.col("_old_key").alias("k")))
+            .distinct()
+        )
+        current = spark.table(name).where(F.col("_cdc_bucket").isin(rewrite_buckets))
+        kept = current.join(affected, current["_cdc_key"] == affected["k"], "left_anti")
+        if truncate_seq is not None:  # rows whose events are not in the log (a table older than its log)
+            kept = kept.where(F.coalesce(F.col("_cdc_seq"), F.lit("")) >= F.lit(truncate_seq))
+        kept = _aliased(kept, columns, META_NAMES).select(
+            "*", F.lit("row").alias("_cdc_kind"), F.lit(None).cast("string").alias("_cdc_info")
+        )
+        folded = folded.unionByName(kept)
+    return folded
 
 
 def _write_history(

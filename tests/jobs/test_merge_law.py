@@ -23,6 +23,7 @@ from cdclake.tables import TableNotFound, read_rows
 pytestmark = pytest.mark.spark
 _tables = itertools.count()
 DRIVER_FOLD_ENV = "CDCLAKE_DRIVER_FOLD_ROWS"
+NATIVE_ENV = "CDCLAKE_NATIVE_FOLD"
 
 event_st = st.tuples(
     st.sampled_from(["I", "I", "U", "U", "P", "K", "D", "T"]),  # P: partial update, K: key change
@@ -75,13 +76,14 @@ def to_message(table: str, pos: int, op: str, key: int, other: int, name) -> dic
     st.lists(event_st, min_size=3, max_size=12),
     st.integers(1, 3),
     st.randoms(use_true_random=False),
-    st.lists(st.booleans(), min_size=4, max_size=4),
+    st.lists(st.sampled_from(["driver", "workers", "workers-python"]), min_size=4, max_size=4),
 )
 def test_any_batching_order_and_replay_gives_the_reference_table(
-    spark, warehouse, tmp_path_factory, history, nbatches, rnd: random.Random, on_workers
+    spark, warehouse, tmp_path_factory, history, nbatches, rnd: random.Random, paths
 ):
-    """Each applied batch folds in the driver or on Python workers (``on_workers``, drawn per batch):
-    both paths, and any mix of them over a table's batches, must give the reference table."""
+    """Each applied batch folds in the driver, on the workers (keys without key changes in Spark SQL) or on
+    the workers all in Python (``paths``, drawn per batch): every path, and any mix of them over a table's
+    batches, must give the reference table."""
     table = f"LAW.T{next(_tables)}"
     messages = [to_message(table, pos, *item) for pos, item in enumerate(history, start=1)]
     expected = reference([{**m, "pos": int(m["pos"])} for m in messages])
@@ -93,15 +95,20 @@ def test_any_batching_order_and_replay_gives_the_reference_table(
     for n, index in enumerate(order):
         path = folder / f"batch{index}.json"
         path.write_text("\n".join(json.dumps(m) for m in batches[index]) + "\n")
-        previous = os.environ.get(DRIVER_FOLD_ENV)
-        os.environ[DRIVER_FOLD_ENV] = "0" if on_workers[n] else "5000"
+        env = {
+            DRIVER_FOLD_ENV: "5000" if paths[n] == "driver" else "0",
+            NATIVE_ENV: "0" if "python" in paths[n] else "1",
+        }
+        previous = {name: os.environ.get(name) for name in env}
+        os.environ.update(env)
         try:
             apply_files("goldengate-json", Options({"keys": "id"}), [str(path)], warehouse, spark=spark)
         finally:
-            if previous is None:
-                os.environ.pop(DRIVER_FOLD_ENV, None)
-            else:
-                os.environ[DRIVER_FOLD_ENV] = previous
+            for name, value in previous.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
     try:
         rows = read_rows(warehouse, table)
     except TableNotFound:
