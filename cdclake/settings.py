@@ -136,15 +136,19 @@ class Settings:
     #: A table's batch up to this many events (and logged events / current rows read by its fold) is
     #: routed and folded in the driver over Arrow; above, on Python workers (0: always on workers).
     driver_fold_rows: int = 5_000
+    #: The monitoring index the report task writes and the page reads: a folder or s3:// URI.
+    monitor_index: Path | str = ""
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
         env = dict(os.environ if env is None else env)
         home = Path(env.get("CDCLAKE_HOME", REPO_ROOT / "var")).resolve()
+        staging = Path(env.get("CDCLAKE_STAGING", home / "staging")).resolve()
+        index = env.get("CDCLAKE_MONITOR_INDEX") or staging / "_monitor"
         return cls(
             home=home,
             landing=Path(env.get("CDCLAKE_LANDING", home / "landing")).resolve(),
-            staging=Path(env.get("CDCLAKE_STAGING", home / "staging")).resolve(),
+            staging=staging,
             warehouse=warehouse_location(env.get("CDCLAKE_WAREHOUSE", home / "warehouse")),
             jars_dir=Path(env.get("CDCLAKE_JARS", REPO_ROOT / ".jars")).resolve(),
             sources_file=Path(env.get("CDCLAKE_SOURCES", REPO_ROOT / "config" / "sources.yaml")).resolve(),
@@ -153,6 +157,7 @@ class Settings:
             compact_group_size=max(1, int(env.get("CDCLAKE_COMPACT_GROUP_SIZE", "200"))),
             compact_threads=max(1, int(env.get("CDCLAKE_COMPACT_THREADS", "4"))),
             driver_fold_rows=max(0, int(env.get("CDCLAKE_DRIVER_FOLD_ROWS", "5000"))),
+            monitor_index=str(index) if is_uri(str(index)) else Path(index).resolve(),
         )
 
     def jars(self) -> list[str]:
