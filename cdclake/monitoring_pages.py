@@ -216,7 +216,7 @@ def _badge(state: str) -> str:
 def _counts(label: str, counts: dict[str, int], link: str | None = None) -> str:
     parts = []
     for state in health.STATES:
-        badge = f"{_badge(state)}{counts.get(state, 0)}"
+        badge = f"{_badge(state)} {counts.get(state, 0)}"
         if link is not None:
             badge = f'<a href="{escape(link)}?{urlencode({"state": state})}">{badge}</a>'
         parts.append(f'<span class="count" data-count="{state}">{badge}</span> ')

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import os
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,7 @@ _config_cache: dict[tuple[str, float], dict[str, SourceConfig]] = {}
 
 def sources_config(settings: Settings) -> dict[str, SourceConfig]:
     """The sources config (thresholds), reloaded when the file changes; empty (defaults) if unreadable."""
-    path = Path(os.environ.get("CDCLAKE_SOURCES") or settings.sources_file)
+    path = Path(settings.sources_file)
     try:
         key = (str(path), path.stat().st_mtime)
     except OSError:
