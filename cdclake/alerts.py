@@ -19,6 +19,8 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from airflow.sdk import BaseNotifier
+
 from cdclake.health import Health
 from cdclake.settings import Settings
 from cdclake.sources import SourceConfig
@@ -40,13 +42,7 @@ def _store(settings: Settings | None = None):
     return open_store(settings.monitor_index)
 
 
-def _notifier_base() -> type:
-    from airflow.sdk import BaseNotifier
-
-    return BaseNotifier
-
-
-class RecordRunFailure(_notifier_base()):
+class RecordRunFailure(BaseNotifier):
     """``on_failure_callback`` of the ingest tasks: the failed run goes into the monitoring index."""
 
     template_fields = ()

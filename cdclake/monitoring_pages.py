@@ -433,7 +433,8 @@ def render_table(model: dict[str, Any], *, user: str, base: str) -> str:
     ]
     schema_rows = [
         "<tr>"
-        + "".join(_cell(s.get(k)) for k in ("applied_at", "batch", "schema_id", "kind", "column", "new_name", "type"))
+        + _cell(format_time(s.get("applied_at")))
+        + "".join(_cell(s.get(k)) for k in ("batch", "schema_id", "kind", "column", "new_name", "type"))
         + "</tr>"
         for s in model["schema_history"]
     ]

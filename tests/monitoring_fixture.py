@@ -14,6 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from airflow.sdk import BaseNotifier
 
 from cdclake import monitor_index
 from cdclake.index_store import open_store
@@ -224,3 +225,19 @@ def page_settings(home: Path) -> dict[str, Any]:
         "CDCLAKE_STAGING": str(home / "staging"),
         "CDCLAKE_SOURCES": str(write_sources(home / "sources.yaml")),
     }
+
+
+class FileNotifier(BaseNotifier):
+    """A notifier that appends what it was told to a file (stands in for e-mail or Slack in tests)."""
+
+    template_fields = ()
+
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self.path = path
+
+    def notify(self, context: dict[str, Any]) -> None:
+        ti = context.get("ti") or context.get("task_instance")
+        with open(self.path, "a") as out:
+            out.write(json.dumps({"task_id": getattr(ti, "task_id", None), "error": str(context.get("exception"))}))
+            out.write("\n")
