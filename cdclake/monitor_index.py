@@ -43,6 +43,8 @@ MAX_REASON_CHARS = 300
 #: Batch ids a run's tasks are linked by, in pipeline order (compact is mapped: its list of instances).
 PIPELINE_TASKS = ("stage", "decode_normalize", "apply_ddl", "apply_truncates", "compact", "report")
 
+#: Kept once per table (in the summary), not in each history entry.
+_SUMMARY_ONLY = ("lake_table", "newest_event_ts")
 _TABLE_NUMBERS = ("applied", "stale", "quarantined", "deleted_keys", "truncates", "lag_seconds", "schema_version")
 _SOURCE_NUMBERS = ("files", "read", "applied", "stale", "quarantined", "held", "skipped", "balanced")
 
@@ -73,6 +75,12 @@ class RunInfo:
     run_id: str | None = None
     started_at: str | None = None
     tasks: list[str] = field(default_factory=list)
+
+
+def table_tasks(entry: dict[str, Any]) -> list[str]:
+    """The tasks of a table's batch worth a link: the pipeline's, DDL and truncates only when it had them."""
+    skip = {"apply_ddl": not entry.get("schema_changes"), "apply_truncates": not entry.get("truncates")}
+    return [t for t in PIPELINE_TASKS if not skip.get(t)]
 
 
 def _iso(value: Any) -> str | None:
@@ -314,10 +322,11 @@ class SourceIndex:
             reasons = by_lake.get(row.get("lake_table") or "", [])
             entry = {
                 "batch_id": batch_id,
-                **links,
-                **row,
-                "reasons": [[r["step"], r["reason"], r["count"]] for r in reasons],
+                **{k: links[k] for k in ("finished_at", "wall_seconds", "dag_id", "run_id")},
+                **{k: v for k, v in row.items() if k not in _SUMMARY_ONLY},
             }
+            if reasons:
+                entry["reasons"] = [[r["step"], r["reason"], r["count"]] for r in reasons]
             if holder["last"] and holder["last"].get("batch_id") == batch_id:  # replaced: undo its totals
                 holder["total_applied"] -= holder["last"].get("applied") or 0
                 holder["total_quarantined"] -= holder["last"].get("quarantined") or 0

@@ -17,6 +17,7 @@ from urllib.parse import quote, urlencode
 
 from cdclake import health
 from cdclake.charts import chart, sparkline
+from cdclake.monitor_index import table_tasks
 from cdclake.monitoring import format_seconds, format_time
 from cdclake.sources import HealthThresholds, SourceConfig
 
@@ -235,7 +236,7 @@ def airflow_links(base: str, dag_id: str | None, run_id: str | None, tasks: list
 
 
 def _run_links(base: str, entry: dict[str, Any]) -> str:
-    links = airflow_links(base, entry.get("dag_id"), entry.get("run_id"), entry.get("tasks") or [])
+    links = airflow_links(base, entry.get("dag_id"), entry.get("run_id"), table_tasks(entry))
     if not links:
         return _DASH
     parts = [f'<a target="_top" class="run-link" href="{escape(links.pop("run"))}">run</a>']

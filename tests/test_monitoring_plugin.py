@@ -312,7 +312,7 @@ def test_plugin_pages_need_an_airflow_login(api_server: dict[str, str], tmp_path
             assert run_link.get_attribute("href").startswith(
                 "/dags/cdc_billing/runs/scheduled__2024-05-01T11%3A59%3A30"
             )
-            page.screenshot(path=str(shots / "overview.jpg"), type="jpeg", quality=70, full_page=True)
+            page.screenshot(path=str(shots / "monitoring-overview.jpg"), type="jpeg", quality=55, full_page=True)
             assert page.request.get(f"{base}/cdclake/api/health").status == 200  # the login cookie works for the API
 
             # one table's drill-down, from its link
@@ -331,6 +331,7 @@ def test_plugin_pages_need_an_airflow_login(api_server: dict[str, str], tmp_path
                 "run": run,
                 "stage": f"{run}/tasks/stage",
                 "decode_normalize": f"{run}/tasks/decode_normalize",
+                "apply_ddl": f"{run}/tasks/apply_ddl",  # the batch changed this table's schema
                 "compact": f"{run}/tasks/compact/mapped",
                 "report": f"{run}/tasks/report",
             }
@@ -342,7 +343,7 @@ def test_plugin_pages_need_an_airflow_login(api_server: dict[str, str], tmp_path
             assert f"--batch-dir {home_of(api_server)}/staging/orders/run_2" in text  # the replay command
             assert page.locator("figure.chart svg").count() == 5
             assert CANARY not in page.content()
-            page.screenshot(path=str(shots / "table.jpg"), type="jpeg", quality=70, full_page=True)
+            page.screenshot(path=str(shots / "monitoring-table.jpg"), type="jpeg", quality=55, full_page=True)
 
             # the overview inside the Airflow UI (external view in the navigation)
             page.goto(f"{base}/plugin/cdclake")
@@ -362,7 +363,9 @@ def test_plugin_pages_need_an_airflow_login(api_server: dict[str, str], tmp_path
             other.close()
         finally:
             browser.close()
-    assert (shots / "overview.jpg").stat().st_size > 10_000 and (shots / "table.jpg").stat().st_size > 10_000
+    assert (shots / "monitoring-overview.jpg").stat().st_size > 10_000 and (
+        shots / "monitoring-table.jpg"
+    ).stat().st_size > 10_000
 
 
 def home_of(api_server: dict[str, str]) -> str:
