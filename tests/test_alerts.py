@@ -118,3 +118,30 @@ def test_a_healthy_source_passes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     source = load_sources(settings.sources_file)["orders"]
     quiet = dataclasses.replace(source, health=HealthThresholds(max_lag_seconds=86400, max_quarantined_share=0.5))
     assert alerts.check_source(quiet, settings, now=NOW).state == "healthy"
+
+
+@pytest.mark.airflow
+def test_ingest_deadlines_are_stored_by_airflow(deployment: tuple[Settings, dict[str, str]], tmp_path: Path) -> None:
+    """The dag-processor's path (``airflow dags reserialize``) stores each ingest DAG's deadline alert."""
+    import sqlite3
+
+    from cdclake.airflow_env import airflow
+
+    _, env = deployment
+    env = airflow_env(tmp_path, env)
+    migrate(env, tmp_path / "airflow.log")
+    result = airflow(["dags", "reserialize"], env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    with sqlite3.connect(tmp_path / "airflow" / "airflow.db") as db:
+        rows = db.execute("SELECT name, reference, interval, callback_def FROM deadline_alert ORDER BY name").fetchall()
+    assert [r[0] for r in rows] == [f"cdc_{s} finished within max_lag" for s in ("billing", "legacy", "orders")]
+    _, reference, interval, callback = rows[2]
+    assert json.loads(reference) == {"reference_type": "DagRunQueuedAtDeadline"}
+    assert json.loads(interval)["__data__"] == 3600.0
+    assert json.loads(callback)["__data__"] == {
+        "path": "cdclake.alerts.ingest_run_late",
+        "kwargs": {"source": "orders"},
+    }
+    # ``airflow dags test`` cannot finish a DAG with a deadline (Airflow 3.3.2): there, none is attached
+    assert alerts._in_dags_test(["airflow", "dags", "test", "cdc_orders"])
+    assert not alerts._in_dags_test(["airflow", "dag-processor"])
