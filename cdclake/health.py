@@ -20,6 +20,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
+from cdclake.monitoring import format_seconds, parse_time
 from cdclake.sources import HealthThresholds
 
 STATES = ("failing", "late", "quarantining", "healthy")
@@ -51,25 +52,13 @@ def worst(states: list[str]) -> str:
     return min(states, key=rank) if states else "healthy"
 
 
-def _ts(text: Any) -> dt.datetime | None:
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        value = dt.datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
-
-
 def _duration(seconds: float) -> str:
-    from cdclake.monitoring import format_seconds
-
     return format_seconds(seconds) or f"{seconds} s"
 
 
 def lag_now(entry: dict[str, Any], now: dt.datetime) -> float | None:
     """Lag at the end of the batch + time since it finished (the time since, without a lag)."""
-    finished = _ts(entry.get("finished_at"))
+    finished = parse_time(entry.get("finished_at"))
     if finished is None:
         return None
     since = max((now - finished).total_seconds(), 0.0)
@@ -82,7 +71,7 @@ def _run_problem(last_run: dict[str, Any] | None, after: str | None) -> tuple[st
     at ``after`` (a run recorded before that batch is over)."""
     if not last_run or last_run.get("state") not in ("failed", "late"):
         return None
-    at, since = _ts(last_run.get("at")), _ts(after)
+    at, since = parse_time(last_run.get("at")), parse_time(after)
     if since is not None and at is not None and at < since:
         return None
     if last_run["state"] == "late":
@@ -134,7 +123,7 @@ def source_health(
     if not last:
         reasons.append(("late", "no finished batch yet"))
     else:
-        finished = _ts(last.get("finished_at"))
+        finished = parse_time(last.get("finished_at"))
         lag = round(max((now - finished).total_seconds(), 0.0), 3) if finished else None
         if lag is not None and lag > limits.max_lag_seconds and not table_states:
             reasons.append(("late", f"no batch for {_duration(lag)} > {_duration(limits.max_lag_seconds)}"))

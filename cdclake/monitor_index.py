@@ -29,6 +29,7 @@ from typing import Any
 from urllib.parse import quote
 
 from cdclake.index_store import IndexStore
+from cdclake.monitoring import batches, parse_time, quarantine_files, sources, staging_rejects
 
 log = logging.getLogger(__name__)
 
@@ -87,16 +88,6 @@ def _iso(value: Any) -> str | None:
     return value.isoformat() if hasattr(value, "isoformat") else (str(value) if value else None)
 
 
-def _parse_ts(text: Any) -> dt.datetime | None:
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        value = dt.datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
-
-
 def run_info(context: dict[str, Any] | None, report: dict[str, Any]) -> RunInfo:
     """RunInfo from an Airflow task context (the report task's): DAG, run, when it started, its tasks."""
     if not context:
@@ -141,13 +132,11 @@ def _quarantine_errors(path: Path) -> Iterable[str | None]:
 
 def quarantine_kinds(batch_dir: Path) -> list[dict[str, Any]]:
     """A batch's quarantined records counted by (step, lake table, reason kind); never their values."""
-    from cdclake.monitoring import _quarantine_files, _staging_rejects
-
     counts: dict[tuple[str, str | None, str], int] = {}
-    for reject in _staging_rejects(batch_dir):
+    for reject in staging_rejects(batch_dir):
         key = ("stage", None, reason_kind(reject.get("reason")))
         counts[key] = counts.get(key, 0) + 1
-    for qfile in _quarantine_files(batch_dir):
+    for qfile in quarantine_files(batch_dir):
         for error in _quarantine_errors(qfile.path):
             key = (qfile.step, qfile.table, reason_kind(error))
             counts[key] = counts.get(key, 0) + 1
@@ -179,7 +168,7 @@ def batch_record(
     started = run.started_at
     if started is None and (batch_dir / "manifest.json").exists():
         started = dt.datetime.fromtimestamp((batch_dir / "manifest.json").stat().st_mtime, dt.UTC).isoformat()
-    begin, end = _parse_ts(started), _parse_ts(finished)
+    begin, end = parse_time(started), parse_time(finished)
     wall = round((end - begin).total_seconds(), 3) if begin and end and end >= begin else None
     tables_in = {t: e for t, e in (report.get("tables") or {}).items() if isinstance(e, dict)}
     lake = _lake_tables(batch_dir, tables_in)
@@ -439,7 +428,6 @@ def history(store: IndexStore, source: str, table: str | None, count: int, page:
 
 def rebuild(store: IndexStore, staging: Path) -> dict[str, int]:
     """Write the index anew from every batch report under ``staging`` (a deployment that predates it)."""
-    from cdclake.monitoring import batches, sources
     from cdclake.settings import Settings
 
     settings = Settings.from_env({"CDCLAKE_STAGING": str(staging), "CDCLAKE_HOME": str(staging.parent)})

@@ -53,7 +53,8 @@ class Batch:
     finished: dt.datetime  # finished_at of the report, else the report's (or folder's) mtime
 
 
-def _parse_ts(text: Any) -> dt.datetime | None:
+def parse_time(text: Any) -> dt.datetime | None:
+    """An ISO timestamp as an aware datetime (UTC when it has no zone); None if it is not one."""
     if not isinstance(text, str) or not text:
         return None
     try:
@@ -100,7 +101,7 @@ def batches(settings: Settings, source: str | None = None) -> list[Batch]:
                     log.warning("unreadable batch report %s: %s", report_file, exc)
             if report is not None and not isinstance(report, dict):
                 report = None
-            finished = _parse_ts(report.get("finished_at")) if report else None
+            finished = parse_time(report.get("finished_at")) if report else None
             if finished is None:
                 finished = _mtime(report_file if report is not None else path)
             found.append(Batch(name, path.name, path, report, finished))
@@ -196,7 +197,8 @@ class _QuarantineFile:
     path: Path
 
 
-def _quarantine_files(batch_dir: Path) -> list[_QuarantineFile]:
+def quarantine_files(batch_dir: Path) -> list[_QuarantineFile]:
+    """A batch's quarantine Parquet files (decode rejects, then each step's), with step and lake table."""
     files: list[_QuarantineFile] = []
     rejected = batch_dir / "decoded" / "kind=rejected"
     if rejected.is_dir():
@@ -212,7 +214,7 @@ def _quarantine_files(batch_dir: Path) -> list[_QuarantineFile]:
     return sorted(files, key=lambda f: (_STEP_ORDER.get(f.step, 99), f.step, f.table or "", str(f.path)))
 
 
-def _staging_rejects(batch_dir: Path) -> list[dict[str, Any]]:
+def staging_rejects(batch_dir: Path) -> list[dict[str, Any]]:
     """Landing files staging refused (``manifest.rejected``: key and reason)."""
     try:
         manifest = json.loads((batch_dir / "manifest.json").read_text())
@@ -259,8 +261,8 @@ def quarantine_count(settings: Settings, source: str | None = None) -> dict[str,
     """Quarantined records per source over all its batches (from Parquet metadata: no data read)."""
     counts = {s: 0 for s in sources(settings) if source is None or s == source}
     for batch in batches(settings, source):
-        counts[batch.source] += len(_staging_rejects(batch.path))
-        counts[batch.source] += sum(_parquet_rows(f.path) for f in _quarantine_files(batch.path))
+        counts[batch.source] += len(staging_rejects(batch.path))
+        counts[batch.source] += sum(_parquet_rows(f.path) for f in quarantine_files(batch.path))
     return counts
 
 
@@ -283,7 +285,7 @@ def quarantine_reasons(
             if left <= 0:
                 break
             base = {"source": name, "batch_id": batch.batch_id}
-            for reject in _staging_rejects(batch.path)[:left]:
+            for reject in staging_rejects(batch.path)[:left]:
                 out.append(
                     {
                         **base,
@@ -295,7 +297,7 @@ def quarantine_reasons(
                     }
                 )
                 left -= 1
-            for qfile in _quarantine_files(batch.path):
+            for qfile in quarantine_files(batch.path):
                 if left <= 0:
                     break
                 for row in _parquet_reasons(qfile.path, left):
@@ -334,7 +336,7 @@ def format_seconds(value: Any) -> str | None:
 
 def format_time(value: Any) -> str | None:
     """An ISO timestamp as ``YYYY-MM-DD HH:MM:SS`` in UTC (unparseable text is shown as it is)."""
-    parsed = _parse_ts(value)
+    parsed = parse_time(value)
     if parsed is None:
         return None if value in (None, "") else str(value)
     return parsed.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
