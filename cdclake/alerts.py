@@ -73,10 +73,10 @@ class RecordRunFailure(BaseNotifier):
 
 def check_source(source: SourceConfig, settings: Settings | None = None, now: dt.datetime | None = None) -> Health:
     """The source's health from the index; raises HealthBreach (listing the tables) if it is not healthy."""
-    from cdclake import monitor_index, monitoring_pages
+    from cdclake import monitor_index, monitoring_models
 
     summary = monitor_index.summary(_store(settings), source.name)
-    model = monitoring_pages.overview({source.name: summary} if summary else {}, {source.name: source}, now)
+    model = monitoring_models.overview({source.name: summary} if summary else {}, {source.name: source}, now)
     verdict = model["sources"][0]
     tables = [t for t in model["tables"] if t["state"] != "healthy"]
     health = Health(verdict["state"], tuple(verdict["reasons"]), verdict["lag_now_seconds"], None)

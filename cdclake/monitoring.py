@@ -316,7 +316,7 @@ def quarantine_reasons(
 
 
 # ---------------------------------------------------------------------------
-# Formatting shared by the pages (cdclake.monitoring_pages)
+# Formatting shared by the pages (cdclake.monitoring_html)
 # ---------------------------------------------------------------------------
 
 

@@ -12,7 +12,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from cdclake import monitor_index, monitoring_pages
+from cdclake import monitor_index, monitoring_models
 from cdclake.index_store import IndexStore, open_store
 from cdclake.lake_history import lake_history
 from cdclake.settings import Settings
@@ -54,7 +54,7 @@ def index_store(settings: Settings) -> IndexStore:
 
 def overview_model(settings: Settings, now: dt.datetime | None = None) -> dict[str, Any]:
     """The overview's model: every source's summary with the configured thresholds."""
-    return monitoring_pages.overview(monitor_index.summaries(index_store(settings)), sources_config(settings), now)
+    return monitoring_models.overview(monitor_index.summaries(index_store(settings)), sources_config(settings), now)
 
 
 def table_model(
@@ -69,7 +69,7 @@ def table_model(
         return None
     entry = summary["tables"][table]
     history = monitor_index.history(store, source, table, entry.get("batches", 0), page)
-    return monitoring_pages.table_detail(
+    return monitoring_models.table_detail(
         summary,
         table,
         history,

@@ -20,7 +20,7 @@ from fastapi import Depends, FastAPI, HTTPException, Query, Request, status
 from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from cdclake import monitoring, monitoring_pages, monitoring_views
+from cdclake import monitoring, monitoring_html, monitoring_views
 from cdclake.settings import Settings
 
 URL_PREFIX = "/cdclake"
@@ -105,7 +105,7 @@ def page(
     settings = Settings.from_env()
     model = monitoring_views.overview_model(settings)
     return _html(
-        monitoring_pages.render_overview(
+        monitoring_html.render_overview(
             model, user=user.get_name(), base=_base_path(), index=str(settings.monitor_index), state=state, page=page
         )
     )
@@ -125,7 +125,7 @@ def table_page(
     model = monitoring_views.table_model(Settings.from_env(), source, table, page)
     if model is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, "unknown source or table")
-    return _html(monitoring_pages.render_table(model, user=user.get_name(), base=_base_path()))
+    return _html(monitoring_html.render_table(model, user=user.get_name(), base=_base_path()))
 
 
 @app.get("/api/health")

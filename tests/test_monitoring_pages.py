@@ -17,7 +17,7 @@ from monitoring_fixture import (
     write_lake_table,
 )
 
-from cdclake import monitoring_pages, monitoring_views
+from cdclake import monitoring_html, monitoring_models, monitoring_views
 from cdclake.charts import sparkline
 from cdclake.settings import Settings
 
@@ -57,7 +57,7 @@ def test_overview_states_worst_first_with_counts(settings: Settings) -> None:
 
 def test_overview_page_links_filters_and_draws_trends(settings: Settings) -> None:
     model = monitoring_views.overview_model(settings, now=NOW)
-    html = monitoring_pages.render_overview(model, user="<b>eve</b>", base="/", index="idx")
+    html = monitoring_html.render_overview(model, user="<b>eve</b>", base="/", index="idx")
     assert "&lt;b&gt;eve&lt;/b&gt;" in html and "<script" not in html and CANARY not in html
     assert not re.search(r"(src|href)=\"(https?:)?//", html)  # nothing loaded from elsewhere
     assert html.count('<svg class="spark"') == 3 * 4
@@ -70,7 +70,7 @@ def test_overview_page_links_filters_and_draws_trends(settings: Settings) -> Non
         ("SHOP.ORDERS", "quarantining"),
         ("SHOP.ITEMS", "healthy"),
     ]
-    late_only = monitoring_pages.render_overview(model, user="u", base="/", index="idx", state="late")
+    late_only = monitoring_html.render_overview(model, user="u", base="/", index="idx", state="late")
     assert re.findall(r'<tr data-table="([^"]+)"', late_only) == ["LEG.ACCOUNTS"]
 
 
@@ -87,7 +87,7 @@ def test_overview_pages_through_many_tables() -> None:
         for i in range(250)
     ]
     model = {"generated_at": NOW.isoformat(), "table_counts": {}, "source_counts": {}, "sources": [], "tables": tables}
-    pages = [monitoring_pages.render_overview(model, user="u", base="/", index="i", page=p) for p in range(3)]
+    pages = [monitoring_html.render_overview(model, user="u", base="/", index="i", page=p) for p in range(3)]
     assert [len(re.findall(r"<tr data-table=", p)) for p in pages] == [100, 100, 50]
     assert 'rel="next" href="./?page=1"' in pages[0] and 'rel="next"' not in pages[2]
 
@@ -134,7 +134,7 @@ def test_drill_down_shows_batches_snapshots_schema_and_quarantine(settings: Sett
         "old batch: bad json",
         f"python -m cdclake replay --warehouse {warehouse} --batch-dir {staging}/orders/run_1",
     )
-    html = monitoring_pages.render_table(model, user="eve", base="/airflow/")
+    html = monitoring_html.render_table(model, user="eve", base="/airflow/")
     assert CANARY not in html and "<script" not in html
     run = "/airflow/dags/cdc_orders/runs/manual__2024-05-01T11%3A40%3A00%2B00%3A00"
     assert f'href="{run}"' in html and f'href="{run}/tasks/decode_normalize"' in html
@@ -144,7 +144,7 @@ def test_drill_down_shows_batches_snapshots_schema_and_quarantine(settings: Sett
 
 
 def test_replay_commands_per_step() -> None:
-    cmd = monitoring_pages.replay_command
+    cmd = monitoring_models.replay_command
     assert (
         cmd("decode", "s", ["b1", "b2"], "/st", "/wh") == "python -m cdclake replay --warehouse /wh --source-dir /st/s"
     )
@@ -157,6 +157,6 @@ def test_replay_commands_per_step() -> None:
 
 def test_files_piling_up_are_flagged(settings: Settings) -> None:
     model = monitoring_views.table_model(settings, "orders", "SHOP.ORDERS", now=NOW)
-    assert "Files pile up" not in monitoring_pages.render_table(model, user="u", base="/")
+    assert "Files pile up" not in monitoring_html.render_table(model, user="u", base="/")
     model["snapshots"][0]["delete_files"] = 3  # more delete files than data files
-    assert "Files pile up: 2 data and 3 delete files" in monitoring_pages.render_table(model, user="u", base="/")
+    assert "Files pile up: 2 data and 3 delete files" in monitoring_html.render_table(model, user="u", base="/")
