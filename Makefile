@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.cdclake-installed
 JARS_STAMP := .jars/.fetched
 
-.PHONY: setup demo test lint bench clean check-java browser
+.PHONY: setup demo test lint bench bench-monitoring clean check-java browser
 
 setup: check-java $(STAMP) $(JARS_STAMP) browser
 
@@ -45,6 +45,10 @@ test: setup
 # throughput, memory and correctness of every format (about 1M changes each; BENCH_ARGS="--quick" for 100k)
 bench: setup
 	$(PY) -m cdclake.bench $(BENCH_ARGS)
+
+# server time of the monitoring pages on 500 tables x 1,000 batches of reports (docs/monitoring.md)
+bench-monitoring: setup
+	$(PY) benchmarks/scripts/monitoring_page.py $(BENCH_ARGS)
 
 lint: setup
 	$(VENV)/bin/ruff check cdclake dags spark_jobs plugins tests

@@ -1,10 +1,12 @@
-"""What the monitoring page shows, read from the staging folders alone (no Spark, no catalog).
+"""Batches and quarantined records read from the staging folders alone (no Spark, no catalog).
 
 Each finished batch leaves ``reports/batch.json`` (cdclake.pipeline.build_report), so the
-staging tree already holds every table's last batch, lag, counts and schema version; the
-quarantined records sit next to it as Parquet. Reading only these files keeps the page cheap
-and lets it work while Spark jobs run. Quarantined records are listed by file, offset and
-reason only: the ``raw`` column is never read, so a record's values cannot leak into the page.
+staging tree holds every table's last batch, lag, counts and schema version; the quarantined
+records sit next to it as Parquet. The JSON routes ``api/tables``, ``api/sources`` and
+``api/quarantine`` and the index rebuild (cdclake.monitor_index.rebuild) read it here; the pages
+read the monitoring index instead, which does not grow with the number of batches. Quarantined
+records are listed by file, offset and reason only: the ``raw`` column is never read, so a
+record's values cannot leak out.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ import json
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
-from html import escape
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +53,8 @@ class Batch:
     finished: dt.datetime  # finished_at of the report, else the report's (or folder's) mtime
 
 
-def _parse_ts(text: Any) -> dt.datetime | None:
+def parse_time(text: Any) -> dt.datetime | None:
+    """An ISO timestamp as an aware datetime (UTC when it has no zone); None if it is not one."""
     if not isinstance(text, str) or not text:
         return None
     try:
@@ -99,7 +101,7 @@ def batches(settings: Settings, source: str | None = None) -> list[Batch]:
                     log.warning("unreadable batch report %s: %s", report_file, exc)
             if report is not None and not isinstance(report, dict):
                 report = None
-            finished = _parse_ts(report.get("finished_at")) if report else None
+            finished = parse_time(report.get("finished_at")) if report else None
             if finished is None:
                 finished = _mtime(report_file if report is not None else path)
             found.append(Batch(name, path.name, path, report, finished))
@@ -195,7 +197,8 @@ class _QuarantineFile:
     path: Path
 
 
-def _quarantine_files(batch_dir: Path) -> list[_QuarantineFile]:
+def quarantine_files(batch_dir: Path) -> list[_QuarantineFile]:
+    """A batch's quarantine Parquet files (decode rejects, then each step's), with step and lake table."""
     files: list[_QuarantineFile] = []
     rejected = batch_dir / "decoded" / "kind=rejected"
     if rejected.is_dir():
@@ -211,7 +214,7 @@ def _quarantine_files(batch_dir: Path) -> list[_QuarantineFile]:
     return sorted(files, key=lambda f: (_STEP_ORDER.get(f.step, 99), f.step, f.table or "", str(f.path)))
 
 
-def _staging_rejects(batch_dir: Path) -> list[dict[str, Any]]:
+def staging_rejects(batch_dir: Path) -> list[dict[str, Any]]:
     """Landing files staging refused (``manifest.rejected``: key and reason)."""
     try:
         manifest = json.loads((batch_dir / "manifest.json").read_text())
@@ -258,8 +261,8 @@ def quarantine_count(settings: Settings, source: str | None = None) -> dict[str,
     """Quarantined records per source over all its batches (from Parquet metadata: no data read)."""
     counts = {s: 0 for s in sources(settings) if source is None or s == source}
     for batch in batches(settings, source):
-        counts[batch.source] += len(_staging_rejects(batch.path))
-        counts[batch.source] += sum(_parquet_rows(f.path) for f in _quarantine_files(batch.path))
+        counts[batch.source] += len(staging_rejects(batch.path))
+        counts[batch.source] += sum(_parquet_rows(f.path) for f in quarantine_files(batch.path))
     return counts
 
 
@@ -282,7 +285,7 @@ def quarantine_reasons(
             if left <= 0:
                 break
             base = {"source": name, "batch_id": batch.batch_id}
-            for reject in _staging_rejects(batch.path)[:left]:
+            for reject in staging_rejects(batch.path)[:left]:
                 out.append(
                     {
                         **base,
@@ -294,7 +297,7 @@ def quarantine_reasons(
                     }
                 )
                 left -= 1
-            for qfile in _quarantine_files(batch.path):
+            for qfile in quarantine_files(batch.path):
                 if left <= 0:
                     break
                 for row in _parquet_reasons(qfile.path, left):
@@ -313,25 +316,8 @@ def quarantine_reasons(
 
 
 # ---------------------------------------------------------------------------
-# The HTML page (server-rendered, every value escaped; no script)
+# Formatting shared by the pages (cdclake.monitoring_html)
 # ---------------------------------------------------------------------------
-
-_STYLE = """
-body{font-family:system-ui,sans-serif;margin:1rem 1.5rem;color:#1f2933}
-h1{font-size:1.4rem}h2{font-size:1.1rem;margin-top:1.6rem}
-table{border-collapse:collapse;font-size:.85rem;margin:.4rem 0}
-th,td{border:1px solid #d3d8de;padding:.25rem .5rem;text-align:left;vertical-align:top}
-th{background:#f1f4f7}td.n{text-align:right;font-variant-numeric:tabular-nums}
-.bad{color:#b42318;font-weight:600}.muted{color:#6b7785}
-"""
-
-_DASH = "—"
-
-
-def _cell(value: Any, numeric: bool = False, bad: bool = False) -> str:
-    text = _DASH if value is None or value == "" else str(value)
-    classes = " ".join(c for c, on in (("n", numeric), ("bad", bad)) if on)
-    return f'<td class="{classes}">{escape(text)}</td>' if classes else f"<td>{escape(text)}</td>"
 
 
 def format_seconds(value: Any) -> str | None:
@@ -350,143 +336,7 @@ def format_seconds(value: Any) -> str | None:
 
 def format_time(value: Any) -> str | None:
     """An ISO timestamp as ``YYYY-MM-DD HH:MM:SS`` in UTC (unparseable text is shown as it is)."""
-    parsed = _parse_ts(value)
+    parsed = parse_time(value)
     if parsed is None:
         return None if value in (None, "") else str(value)
     return parsed.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
-
-
-def _table(headers: list[str], rows: list[str], empty: str) -> str:
-    if not rows:
-        return f'<p class="muted">{escape(empty)}</p>'
-    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
-
-
-def render_page(
-    tables: list[dict[str, Any]],
-    source_rows: list[dict[str, Any]],
-    reasons: list[dict[str, Any]],
-    counts: dict[str, int],
-    *,
-    user: str,
-    limit: int = DEFAULT_LIMIT,
-    staging: str = "",
-) -> str:
-    """The monitoring page; all text goes through html.escape (file names and reasons are untrusted)."""
-    table_rows = [
-        "<tr>"
-        + _cell(t["source"])
-        + _cell(t["table"])
-        + _cell(t.get("lake_table"))
-        + _cell(t.get("last_batch"))
-        + _cell(format_time(t.get("finished_at")))
-        + _cell(format_time(t.get("newest_event_ts")))
-        + _cell(format_seconds(t.get("lag_seconds")), numeric=True)
-        + _cell(format_seconds(t.get("lag_now_seconds")), numeric=True)
-        + "".join(_cell(t.get(k), numeric=True) for k in ("applied", "stale", "deleted_keys", "truncates"))
-        + _cell(t.get("quarantined"), numeric=True, bad=bool(t.get("quarantined")))
-        + _cell(t.get("schema_version"), numeric=True)
-        + _cell("; ".join(t["schema_changes"]) if t.get("schema_changes") else None)
-        + _cell(t.get("batches"), numeric=True)
-        + _cell(t.get("total_applied"), numeric=True)
-        + _cell(t.get("total_quarantined"), numeric=True, bad=bool(t.get("total_quarantined")))
-        + "</tr>"
-        for t in tables
-    ]
-    source_html = [
-        "<tr>"
-        + _cell(s["source"])
-        + _cell(s.get("last_batch"))
-        + _cell(format_time(s.get("finished_at")))
-        + "".join(_cell(s.get(k), numeric=True) for k in ("files", "read", "applied", "stale", "held", "skipped"))
-        + _cell(s.get("quarantined"), numeric=True, bad=bool(s.get("quarantined")))
-        + _cell(
-            _DASH if s.get("balanced") is None else ("yes" if s["balanced"] else "NO"), bad=s.get("balanced") is False
-        )
-        + _cell(s.get("batches"), numeric=True)
-        + _cell(s.get("unfinished"), numeric=True)
-        + "</tr>"
-        for s in source_rows
-    ]
-    quarantine_parts: list[str] = []
-    for source in sorted(counts):
-        mine = [r for r in reasons if r["source"] == source]
-        total = counts[source]
-        shown = f"showing the latest {len(mine)}" if total > len(mine) else "all shown"
-        quarantine_parts.append(
-            f'<h3 id="q-{escape(source)}">{escape(source)}: {total} quarantined record(s), {escape(shown)}</h3>'
-        )
-        quarantine_parts.append(
-            _table(
-                ["Batch", "Step", "Table", "File", "Offset", "Reason"],
-                [
-                    "<tr>"
-                    + _cell(r["batch_id"])
-                    + _cell(r["step"])
-                    + _cell(r.get("table"))
-                    + _cell(r.get("source_file"))
-                    + _cell(r.get("source_offset"), numeric=True)
-                    + _cell(r.get("error"))
-                    + "</tr>"
-                    for r in mine
-                ],
-                "nothing quarantined",
-            )
-        )
-    return (
-        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
-        '<meta http-equiv="refresh" content="60"><title>cdclake monitoring</title>'
-        f"<style>{_STYLE}</style></head><body>"
-        "<h1>cdclake: tables</h1>"
-        f'<p class="muted">Signed in as {escape(user)}. Staging {escape(staging)}. Refreshes every minute; '
-        f"JSON: <code>api/tables</code>, <code>api/sources</code>, <code>api/quarantine</code>. "
-        "Times in UTC; lag now = lag at the end of the last batch + time since it finished.</p>"
-        + _table(
-            [
-                "Source",
-                "Source table",
-                "Lake table",
-                "Last batch",
-                "Finished",
-                "Newest event",
-                "Lag at batch",
-                "Lag now",
-                "Applied",
-                "Stale",
-                "Deleted keys",
-                "Truncates",
-                "Quarantined",
-                "Schema version",
-                "Schema changes (last batch)",
-                "Batches",
-                "Applied (all)",
-                "Quarantined (all)",
-            ],
-            table_rows,
-            "no finished batch yet",
-        )
-        + "<h2>Sources (last finished batch)</h2>"
-        + _table(
-            [
-                "Source",
-                "Last batch",
-                "Finished",
-                "Files",
-                "Read",
-                "Applied",
-                "Stale",
-                "Held",
-                "Skipped",
-                "Quarantined",
-                "Balanced",
-                "Batches",
-                "Unfinished",
-            ],
-            source_html,
-            "no source staged yet",
-        )
-        + f"<h2>Quarantine (reasons only, latest {limit} per source)</h2>"
-        + ("".join(quarantine_parts) or '<p class="muted">nothing quarantined</p>')
-        + "</body></html>"
-    )

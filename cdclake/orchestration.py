@@ -159,9 +159,14 @@ def compact_args(batch_dir: str, common: list[str], groups: list[list[str]], ful
 
 
 def report_task(
-    batch_dir: str, source: SourceConfig | None = None, dry_run: bool = False, outlet_events: Any = None
+    batch_dir: str,
+    source: SourceConfig | None = None,
+    dry_run: bool = False,
+    outlet_events: Any = None,
+    context: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Build, print and check the run report; publish an asset event per changed table."""
+    """Build, print and check the run report; add it to the monitoring index; publish an asset event per
+    changed table."""
     from cdclake.pipeline import build_report
 
     report = build_report(batch_dir)
@@ -170,6 +175,8 @@ def report_task(
     if dry_run:
         print("dry run: decoded and normalized only; nothing was committed to the lake")
         return report
+    if source is not None:
+        _index_batch(source, batch_dir, report, context)
     if not report["balanced"]:
         raise RuntimeError(f"batch {batch_dir} does not account for every record: {report}")
     limit = source.max_quarantined if source else None
@@ -182,6 +189,20 @@ def report_task(
     if outlet_events is not None and source is not None:
         _publish_assets(source, report, outlet_events)
     return report
+
+
+def _index_batch(source: SourceConfig, batch_dir: str, report: dict[str, Any], context: dict[str, Any] | None) -> None:
+    """The batch into the monitoring index (before the checks, so a failing batch is shown too)."""
+    from cdclake import monitor_index
+    from cdclake.index_store import open_store
+
+    try:
+        store = open_store(Settings.from_env().monitor_index, aws_conn_id=source.aws_conn_id)
+        monitor_index.record_batch(store, source.name, batch_dir, report, monitor_index.run_info(context, report))
+    except Exception:  # the data is committed; the page catches up with the next batch (or an index rebuild)
+        import logging
+
+        logging.getLogger(__name__).exception("could not add batch %s to the monitoring index", batch_dir)
 
 
 def table_asset(source: SourceConfig, lake_table: str):
@@ -254,9 +275,11 @@ def ingest_params():
     }
 
 
-def build_dag(source: SourceConfig, settings: Settings):
+def build_dag(source: SourceConfig, settings: Settings, notifiers: list[Any] | None = None):
     from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
     from airflow.sdk import DAG, task
+
+    from cdclake.alerts import RecordRunFailure, deadline_alert
 
     dag_id = f"cdc_{source.name}"
     spark_args = _spark_args(settings)
@@ -285,7 +308,12 @@ def build_dag(source: SourceConfig, settings: Settings):
             "stage → decode + normalize → apply DDL → apply truncates → compact (one Spark application per "
             "group of tables) → report."
         ),
-        default_args={"retries": 1, "retry_delay": dt.timedelta(seconds=30)},
+        default_args={
+            "retries": 1,
+            "retry_delay": dt.timedelta(seconds=30),
+            "on_failure_callback": [RecordRunFailure(source.name), *(notifiers or [])],
+        },
+        **({"deadline": deadline} if (deadline := deadline_alert(source)) is not None else {}),
     ) as dag:
 
         @task(task_id="stage")
@@ -329,7 +357,11 @@ def build_dag(source: SourceConfig, settings: Settings):
         @task(task_id="report", trigger_rule="none_failed_min_one_success", outlets=[asset_alias(source)])
         def report(path: str, **context: Any) -> dict[str, Any]:
             return report_task(
-                path, source, bool(context["params"].get("dry_run")), outlet_events=context.get("outlet_events")
+                path,
+                source,
+                bool(context["params"].get("dry_run")),
+                outlet_events=context.get("outlet_events"),
+                context=context,
             )
 
         gate_ddl = has_schema_changes(batch_dir)
@@ -479,11 +511,18 @@ def sources_file(settings: Settings) -> Path:
     return Path(value) if value else settings.sources_file
 
 
-def build_dags(sources_path: str | Path | None = None) -> dict[str, Any]:
-    """``{dag_id: DAG}`` for every configured source plus ``cdc_rebuild`` and ``cdc_maintenance``."""
+def build_dags(sources_path: str | Path | None = None, notifiers: list[Any] | None = None) -> dict[str, Any]:
+    """``{dag_id: DAG}`` for every configured source plus ``cdc_rebuild``, ``cdc_maintenance`` and ``cdc_health``.
+
+    ``notifiers``: Airflow notifiers (e.g. ``SmtpNotifier``) called when an ingest task fails for good
+    or a source breaches its health thresholds (docs/monitoring.md).
+    """
+    from cdclake.alerts import build_health_dag
+
     settings = Settings.from_env()
     sources = load_sources(sources_path or sources_file(settings))
-    dags = {f"cdc_{name}": build_dag(source, settings) for name, source in sources.items()}
+    dags = {f"cdc_{name}": build_dag(source, settings, notifiers) for name, source in sources.items()}
     dags["cdc_rebuild"] = build_rebuild_dag(sources, settings)
     dags["cdc_maintenance"] = build_maintenance_dag(sources, settings)
+    dags["cdc_health"] = build_health_dag(sources, notifiers or [])
     return dags

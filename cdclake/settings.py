@@ -139,15 +139,19 @@ class Settings:
     #: Keys without key changes fold in Spark SQL on the workers path (docs/decisions.md, "The fold at native
     #: speed"); off: every key through the Python reference fold (``cdclake.merge``).
     native_fold: bool = True
+    #: The monitoring index the report task writes and the page reads: a folder or s3:// URI.
+    monitor_index: Path | str = ""
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
         env = dict(os.environ if env is None else env)
         home = Path(env.get("CDCLAKE_HOME", REPO_ROOT / "var")).resolve()
+        staging = Path(env.get("CDCLAKE_STAGING", home / "staging")).resolve()
+        index = env.get("CDCLAKE_MONITOR_INDEX") or staging / "_monitor"
         return cls(
             home=home,
             landing=Path(env.get("CDCLAKE_LANDING", home / "landing")).resolve(),
-            staging=Path(env.get("CDCLAKE_STAGING", home / "staging")).resolve(),
+            staging=staging,
             warehouse=warehouse_location(env.get("CDCLAKE_WAREHOUSE", home / "warehouse")),
             jars_dir=Path(env.get("CDCLAKE_JARS", REPO_ROOT / ".jars")).resolve(),
             sources_file=Path(env.get("CDCLAKE_SOURCES", REPO_ROOT / "config" / "sources.yaml")).resolve(),
@@ -157,6 +161,7 @@ class Settings:
             compact_threads=max(1, int(env.get("CDCLAKE_COMPACT_THREADS", "4"))),
             driver_fold_rows=max(0, int(env.get("CDCLAKE_DRIVER_FOLD_ROWS", "5000"))),
             native_fold=env.get("CDCLAKE_NATIVE_FOLD", "1").strip().lower() not in ("0", "false", "no", "off"),
+            monitor_index=str(index) if is_uri(str(index)) else Path(index).resolve(),
         )
 
     def jars(self) -> list[str]:

@@ -34,7 +34,25 @@ FIELDS = {
     "table_schema_policy",
     "max_quarantined",
     "aws_conn_id",
+    "health",
 }
+
+#: Default health thresholds (``health:`` of a source): late after a day, quarantining on any record.
+DEFAULT_MAX_LAG_SECONDS = 86_400.0
+DEFAULT_MAX_QUARANTINED_SHARE = 0.0
+
+
+@dataclass(frozen=True)
+class HealthThresholds:
+    """When the monitoring page and the ``cdc_health`` checks call a table late or quarantining.
+
+    ``max_lag_seconds``: lag now (lag at the end of the last batch + time since) above this is late;
+    also the deadline of an ingest run (queued to finished). ``max_quarantined_share``: quarantined /
+    read records of the table's last batch above this is quarantining. A failed last run is failing.
+    """
+
+    max_lag_seconds: float = DEFAULT_MAX_LAG_SECONDS
+    max_quarantined_share: float = DEFAULT_MAX_QUARANTINED_SHARE
 
 
 @dataclass(frozen=True)
@@ -51,6 +69,7 @@ class SourceConfig:
     table_schema_policy: dict[str, str] = field(default_factory=dict)
     max_quarantined: int | None = None  # fail the run's report task above this many quarantined records
     aws_conn_id: str = "aws_default"  # Airflow connection for an s3:// landing (else environment credentials)
+    health: HealthThresholds = field(default_factory=HealthThresholds)
 
     def landing_path(self, home: Path) -> Path:
         path = Path(self.landing)
@@ -118,6 +137,7 @@ def _source(path: Path, name: str, body: Any) -> SourceConfig:
     if namespace is not None and (not isinstance(namespace, str) or not namespace.replace("_", "").isalnum()):
         raise ConfigError(f"{where}: field 'namespace' must be letters, digits and underscores")
     return SourceConfig(
+        health=_health(where, body.get("health")),
         schema_policy=policy,
         table_schema_policy={str(k): str(v) for k, v in table_policy.items()},
         max_quarantined=max_quarantined,
@@ -131,3 +151,23 @@ def _source(path: Path, name: str, body: Any) -> SourceConfig:
         namespace=namespace,
         schedule=schedule,
     )
+
+
+_DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def _health(where: str, body: Any) -> HealthThresholds:
+    """``health: {max_lag: 2h, max_quarantined_share: 0.01}``; durations as seconds or ``90s/15m/2h/1d``."""
+    if body is None:
+        return HealthThresholds()
+    if not isinstance(body, dict) or set(body) - {"max_lag", "max_quarantined_share"}:
+        raise ConfigError(f"{where}: field 'health' must be a mapping with max_lag and/or max_quarantined_share")
+    lag = body.get("max_lag", DEFAULT_MAX_LAG_SECONDS)
+    if isinstance(lag, str) and lag[:-1].replace(".", "", 1).isdigit() and lag[-1:] in _DURATION_UNITS:
+        lag = float(lag[:-1]) * _DURATION_UNITS[lag[-1]]
+    if isinstance(lag, bool) or not isinstance(lag, int | float) or lag <= 0:
+        raise ConfigError(f"{where}: field 'health.max_lag' must be seconds > 0 or a duration like 90m, 2h, 1d")
+    share = body.get("max_quarantined_share", DEFAULT_MAX_QUARANTINED_SHARE)
+    if isinstance(share, bool) or not isinstance(share, int | float) or not 0 <= share <= 1:
+        raise ConfigError(f"{where}: field 'health.max_quarantined_share' must be a number from 0 to 1")
+    return HealthThresholds(float(lag), float(share))

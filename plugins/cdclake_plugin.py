@@ -4,7 +4,9 @@ A FastAPI app mounted at ``/cdclake`` (HTML page + JSON under ``/cdclake/api``) 
 view that shows the page inside the Airflow UI (``/plugin/cdclake``). Every route needs an
 authenticated Airflow user: Airflow's own ``get_user`` validates the JWT (``Authorization:
 Bearer`` or the ``_token`` cookie the UI login sets) through the configured auth manager, and the
-user must be allowed to read the Airflow website. The data comes from cdclake.monitoring.
+user must be allowed to read the Airflow website. The pages come from cdclake.monitoring_views
+(the monitoring index, the sources config's thresholds, the lake table's metadata); the older JSON
+routes scan staging through cdclake.monitoring.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from fastapi import Depends, FastAPI, HTTPException, Query, Request, status
 from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from cdclake import monitoring
+from cdclake import monitoring, monitoring_html, monitoring_views
 from cdclake.settings import Settings
 
 URL_PREFIX = "/cdclake"
@@ -79,25 +81,65 @@ def _source(source: str | None, settings: Settings) -> str | None:
 app = FastAPI(title="cdclake monitoring", docs_url=None, redoc_url=None, openapi_url=None)
 
 
-@app.get("/", response_class=HTMLResponse)
-def page(request: Request, user: Annotated[Any, Depends(_page_user)]) -> Any:
-    """The monitoring page (no login: redirect to Airflow's login page, then back here)."""
-    if user is None:
-        from airflow.api_fastapi.app import get_auth_manager
+def _login_redirect(request: Request) -> RedirectResponse:
+    from airflow.api_fastapi.app import get_auth_manager
 
-        return RedirectResponse(get_auth_manager().get_url_login(next_url=request.url.path), status.HTTP_303_SEE_OTHER)
+    target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    return RedirectResponse(get_auth_manager().get_url_login(next_url=target), status.HTTP_303_SEE_OTHER)
+
+
+def _html(text: str) -> HTMLResponse:
+    return HTMLResponse(text, headers={"Cache-Control": "no-store"})
+
+
+@app.get("/", response_class=HTMLResponse)
+def page(
+    request: Request,
+    user: Annotated[Any, Depends(_page_user)],
+    state: Annotated[str | None, Query(pattern="^(failing|late|quarantining|healthy)$")] = None,
+    page: Annotated[int, Query(ge=0)] = 0,
+) -> Any:
+    """Health overview (no login: redirect to Airflow's login page, then back here)."""
+    if user is None:
+        return _login_redirect(request)
     settings = Settings.from_env()
-    return HTMLResponse(
-        monitoring.render_page(
-            monitoring.table_status(settings),
-            monitoring.source_status(settings),
-            monitoring.quarantine_reasons(settings),
-            monitoring.quarantine_count(settings),
-            user=user.get_name(),
-            staging=str(settings.staging),
-        ),
-        headers={"Cache-Control": "no-store"},
+    model = monitoring_views.overview_model(settings)
+    return _html(
+        monitoring_html.render_overview(
+            model, user=user.get_name(), base=_base_path(), index=str(settings.monitor_index), state=state, page=page
+        )
     )
+
+
+@app.get("/table", response_class=HTMLResponse)
+def table_page(
+    request: Request,
+    user: Annotated[Any, Depends(_page_user)],
+    source: str,
+    table: str,
+    page: Annotated[int, Query(ge=0)] = 0,
+) -> Any:
+    """One table's drill-down: trends, batches with their Airflow runs, snapshots, schema, quarantine."""
+    if user is None:
+        return _login_redirect(request)
+    model = monitoring_views.table_model(Settings.from_env(), source, table, page)
+    if model is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, "unknown source or table")
+    return _html(monitoring_html.render_table(model, user=user.get_name(), base=_base_path()))
+
+
+@app.get("/api/health")
+def api_health(user: UserDep) -> dict[str, Any]:
+    """Every source and table with its state and reasons, worst first, and the counts per state."""
+    return monitoring_views.overview_model(Settings.from_env())
+
+
+@app.get("/api/table")
+def api_table(user: UserDep, source: str, table: str, page: Annotated[int, Query(ge=0)] = 0) -> dict[str, Any]:
+    model = monitoring_views.table_model(Settings.from_env(), source, table, page)
+    if model is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, "unknown source or table")
+    return model
 
 
 @app.get("/api/tables")
@@ -133,7 +175,7 @@ class CdclakePlugin(AirflowPlugin):
     ]
     external_views: ClassVar[list[dict[str, Any]]] = [
         {
-            "name": "cdclake tables",
+            "name": "cdclake health",
             "href": f"{_base_path()}{URL_PREFIX.strip('/')}/",
             "destination": "nav",
             "url_route": "cdclake",

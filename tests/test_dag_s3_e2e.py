@@ -13,9 +13,11 @@ import boto3
 import pytest
 import yaml
 
-from cdclake import samples
+from cdclake import monitor_index, monitoring_views, samples
 from cdclake.airflow_env import airflow, airflow_env, migrate
 from cdclake.events import to_json
+from cdclake.index_store import open_store
+from cdclake.settings import Settings
 from cdclake.tables import read_rows, snapshot_summaries
 
 pytestmark = pytest.mark.airflow
@@ -171,6 +173,18 @@ def test_three_formats_from_s3_then_retry_and_backfill_change_nothing(stack):
     assert read_rows(warehouse, "inv.products") == expected["inv.products"]
     assert snapshot_summaries(warehouse, "inv.products") == snapshots["inv.products"]  # no new commit
     assert staged_names(home, "s3_dbz") == ["products-0001.json"]  # nothing staged twice
+
+    # each run's report task added its batch to the monitoring index, with the run for the page's links;
+    # the re-run reported the same batch again: replaced, not added
+    index = open_store(home / "staging" / "_monitor")
+    dbz = monitor_index.summary(index, "s3_dbz")
+    assert dbz["batches"] == 1 and dbz["last_run"]["state"] == "success" and dbz["last"]["dag_id"] == "cdc_s3_dbz"
+    assert dbz["last_run"]["run_id"] == dbz["last"]["run_id"] and dbz["last"]["wall_seconds"] > 0
+    assert sorted(index.folders()) == ["s3_dbz", "s3_dh", "s3_gg"]
+    [table] = dbz["tables"]
+    detail = monitoring_views.table_model(Settings.from_env(env), "s3_dbz", table)
+    assert detail["lake_error"] is None and detail["snapshots"][0]["batch_id"] == dbz["last"]["batch_id"]
+    assert detail["history"][0]["applied"] >= 2 and detail["state"] in ("healthy", "late")  # late: 1970 events
 
     # the secret of the AWS connection is in no log, report or XCom-bound output
     texts = [log.read_text()] + [p.read_text() for p in (home / "staging").rglob("*.json")]

@@ -18,117 +18,21 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
+from monitoring_fixture import (
+    CANARY,
+    NOW,
+    ORDERS_RUN,
+    add_late_source,
+    build_index,
+    build_staging,
+    page_settings,
+    write_lake_table,
+)
 
 from cdclake import monitoring
 from cdclake.airflow_env import airflow_env, migrate
 from cdclake.settings import Settings
-
-CANARY = "RAW-CANARY-4111111111111111"  # a raw value that must never reach the page
-NOW = dt.datetime(2024, 5, 1, 12, 0, tzinfo=dt.UTC)
-REJECT_SCHEMA = pa.schema(
-    [("error", pa.string()), ("source_file", pa.string()), ("source_offset", pa.int64()), ("raw", pa.binary())]
-)
-
-
-def _write_rejects(folder: Path, rows: list[tuple[str, str, int]]) -> None:
-    """Quarantined records the way Spark leaves them: part files, _SUCCESS and a .crc beside them."""
-    folder.mkdir(parents=True, exist_ok=True)
-    table = pa.table(
-        {
-            "error": [r[0] for r in rows],
-            "source_file": [r[1] for r in rows],
-            "source_offset": [r[2] for r in rows],
-            "raw": [f"{CANARY}-{i}".encode() for i in range(len(rows))],
-        },
-        schema=REJECT_SCHEMA,
-    )
-    pq.write_table(table, folder / "part-00000-abc.snappy.parquet")
-    (folder / "_SUCCESS").write_text("")
-    (folder / ".part-00000-abc.snappy.parquet.crc").write_bytes(b"\x00crc")
-
-
-def _write_batch(
-    staging: Path,
-    source: str,
-    batch_id: str,
-    finished_at: dt.datetime | None,
-    tables: dict[str, dict[str, Any]] | None,
-    **totals: Any,
-) -> Path:
-    """A batch folder; ``tables=None`` leaves it without a report (still running or failed)."""
-    batch = staging / source / batch_id
-    batch.mkdir(parents=True)
-    (batch / "manifest.json").write_text(json.dumps({"source": source, "batch_id": batch_id, "rejected": []}))
-    if tables is not None:
-        report = {"batch_id": batch_id, "tables": tables, "balanced": True, **totals}
-        if finished_at is not None:
-            report["finished_at"] = finished_at.isoformat()
-        (batch / "reports").mkdir()
-        (batch / "reports" / "batch.json").write_text(json.dumps(report))
-    return batch
-
-
-def build_staging(staging: Path) -> None:
-    """Two sources; orders has three batches whose folder mtimes disagree with finished_at."""
-    b1 = _write_batch(
-        staging,
-        "orders",
-        "run_1",
-        NOW - dt.timedelta(hours=2),
-        {"SHOP.ORDERS": {"applied": 10, "stale": 0, "quarantined": 0, "schema_version": 3, "schema_changes": []}},
-        read=10,
-        applied=10,
-        quarantined=0,
-    )
-    _write_rejects(b1 / "decoded" / "kind=rejected", [("old batch: bad json", "orders_0001.json", 7)])
-    b2 = _write_batch(
-        staging,
-        "orders",
-        "run_2",
-        NOW - dt.timedelta(minutes=10),
-        {
-            "SHOP.ORDERS": {
-                "applied": 5,
-                "stale": 1,
-                "quarantined": 2,
-                "deleted_keys": 1,
-                "truncates": 0,
-                "lake_table": "shop.orders",
-                "newest_event_ts": (NOW - dt.timedelta(minutes=11)).isoformat(),
-                "lag_seconds": 60.0,
-                "schema_changes": [{"change": "SHOP.ORDERS: add column NOTE string", "source_event": "ALTER ..."}],
-            },
-            "SHOP.ITEMS": {"applied": 4, "stale": 0, "quarantined": 0},
-        },
-        read=14,
-        applied=9,
-        stale=1,
-        quarantined=3,
-    )
-    (b2 / "tables.json").write_text(json.dumps({"SHOP.ITEMS": {"identifier": "shop.items"}}))
-    _write_rejects(
-        b2 / "decoded" / "kind=rejected", [("invalid JSON <script>alert(1)</script>", "orders_0002.json", 42)]
-    )
-    _write_rejects(
-        b2 / "quarantine" / "compact" / "shop.orders",
-        [("key column ID is null", "orders_0002.json", 100), ("key column ID is null", "orders_0002.json", 200)],
-    )
-    _write_batch(staging, "orders", "run_3", None, None)  # still running: no report
-    # written last (newest mtime) but finished first: finished_at decides the order
-    _write_batch(
-        staging,
-        "orders",
-        "run_0",
-        NOW - dt.timedelta(days=1),
-        {"SHOP.ORDERS": {"applied": 1, "stale": 0, "quarantined": 0}},
-        read=1,
-    )
-    b = _write_batch(staging, "billing", "b_1", NOW - dt.timedelta(minutes=1), {"BILL.INVOICES": {"applied": 7}})
-    _write_rejects(b / "quarantine" / "normalize", [("table BILL.X has no primary key", "bill_1.csv", 3)])
-    (staging / "orders" / "ledger.db").write_bytes(b"")  # files next to batches are ignored
 
 
 @pytest.fixture
@@ -212,26 +116,6 @@ def test_no_staging_yet(tmp_path: Path) -> None:
     assert monitoring.table_status(settings) == []
     assert monitoring.source_status(settings) == []
     assert monitoring.quarantine_reasons(settings) == []
-    assert "no finished batch yet" in monitoring.render_page([], [], [], {}, user="u")
-
-
-def test_page_escapes_everything_and_shows_dashes(settings: Settings) -> None:
-    page = monitoring.render_page(
-        monitoring.table_status(settings, now=NOW),
-        monitoring.source_status(settings),
-        monitoring.quarantine_reasons(settings),
-        monitoring.quarantine_count(settings),
-        user="<b>eve</b>",
-        limit=200,
-    )
-    assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
-    assert "&lt;b&gt;eve&lt;/b&gt;" in page
-    assert CANARY not in page
-    assert "orders: 4 quarantined record(s), all shown" in page
-    assert "11.0 min" in page and "—" in page  # lag now of SHOP.ORDERS; SHOP.ITEMS has no lag
-    assert monitoring.format_seconds(30) == "30 s" and monitoring.format_seconds(3 * 86400) == "3.0 d"
-    assert "2024-05-01 11:50:00" in page  # SHOP.ORDERS' last batch, in UTC
-    assert monitoring.format_time("2024-05-01T14:00:00+02:00") == "2024-05-01 12:00:00"
 
 
 # ---------------------------------------------------------------------------
@@ -285,16 +169,23 @@ def _http(url: str, headers: dict[str, str] | None = None, data: bytes | None = 
 
 @pytest.fixture(scope="module")
 def api_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    """``airflow api-server`` on a free port with our plugins folder and a fixture staging tree."""
+    """``airflow api-server`` on a free port with our plugins folder, a staging tree, its monitoring index
+    (times relative to now: one table of each state) and a lake table."""
     _chromium()
     home = tmp_path_factory.mktemp("monitoring-home")
-    build_staging(home / "staging")
+    now = dt.datetime.now(dt.UTC)
+    build_staging(home / "staging", now)
+    add_late_source(home / "staging", now)
+    settings_env = page_settings(home)
+    settings = Settings.from_env(settings_env)
+    build_index(settings, now)
+    write_lake_table(settings.warehouse)
     password = secrets.token_urlsafe(12)
     passwords = home / "airflow" / "passwords.json"
     env = airflow_env(
         home,
         {
-            "CDCLAKE_STAGING": str(home / "staging"),
+            **settings_env,
             "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "admin:admin",
             "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "False",
             "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(passwords),
@@ -330,7 +221,7 @@ def api_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, s
             if time.monotonic() > deadline:
                 pytest.fail(f"api-server did not answer within 90 s:\n{log.read_text()[-4000:]}")
             time.sleep(0.5)
-        yield {"base": base, "user": "admin", "password": password, "log": str(log)}
+        yield {"base": base, "user": "admin", "password": password, "log": str(log), "home": str(home)}
     finally:
         os.killpg(server.pid, 15)
         try:
@@ -340,37 +231,58 @@ def api_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, s
             server.wait(timeout=5)
 
 
+SHOTS = os.environ.get("CDCLAKE_SCREENSHOTS")  # where the screenshots go (default: the test's tmp folder)
+
+
+def _states(page: Any, kind: str) -> list[tuple[str, str]]:
+    """(name, state) of each row of the overview's ``kind`` table (tables or sources), top to bottom."""
+    attr = "data-table" if kind == "tables" else "data-source"
+    rows = page.locator(f"table.{kind} tbody tr")
+    return [(r.get_attribute(attr), r.get_attribute("data-state")) for r in rows.all()]
+
+
 @pytest.mark.airflow
-def test_plugin_page_needs_an_airflow_login(api_server: dict[str, str]) -> None:
+def test_plugin_pages_need_an_airflow_login(api_server: dict[str, str], tmp_path: Path) -> None:
     from playwright.sync_api import expect, sync_playwright
 
     base = api_server["base"]
-    # plain HTTP, no token: the API refuses, the page sends to the login
-    assert _http(f"{base}/cdclake/api/tables")[0] == 401
-    assert _http(f"{base}/cdclake/api/quarantine")[0] == 401
-    assert _http(f"{base}/cdclake/api/tables", {"Authorization": "Bearer not-a-jwt"})[0] == 403
+    shots = Path(SHOTS) if SHOTS else tmp_path
+    shots.mkdir(parents=True, exist_ok=True)
+    # plain HTTP, no token: the API refuses, the pages send to the login
+    for route in ("api/tables", "api/quarantine", "api/health", "api/table?source=orders&table=SHOP.ORDERS"):
+        assert _http(f"{base}/cdclake/{route}")[0] == 401, route
+    assert _http(f"{base}/cdclake/api/health", {"Authorization": "Bearer not-a-jwt"})[0] == 403
     assert _http(f"{base}/cdclake/api/tables", {"Cookie": "_token=forged"})[0] in (401, 403)
-    status, headers, body = _http(f"{base}/cdclake/")
-    assert status == 303 and "/auth/login" in headers["location"], (status, headers)
-    assert "SHOP.ORDERS" not in body
+    for route in ("", "table?source=orders&table=SHOP.ORDERS"):
+        status, headers, body = _http(f"{base}/cdclake/{route}")
+        assert status == 303 and "/auth/login" in headers["location"], (status, headers)
+        assert "SHOP.ORDERS" not in body
     # a token from Airflow's own login endpoint opens the JSON API
     login = json.dumps({"username": api_server["user"], "password": api_server["password"]}).encode()
     status, _, body = _http(f"{base}/auth/token", {"Content-Type": "application/json"}, login)
     assert status == 201, body
     bearer = {"Authorization": "Bearer " + json.loads(body)["access_token"]}
     status, _, body = _http(f"{base}/cdclake/api/tables", bearer)
-    assert status == 200 and {r["table"] for r in json.loads(body)} == {"SHOP.ORDERS", "SHOP.ITEMS", "BILL.INVOICES"}
+    assert status == 200 and {r["table"] for r in json.loads(body)} >= {"SHOP.ORDERS", "SHOP.ITEMS", "BILL.INVOICES"}
     status, _, body = _http(f"{base}/cdclake/api/quarantine?source=orders", bearer)
     assert status == 200 and json.loads(body)["counts"] == {"orders": 4} and CANARY not in body
     assert _http(f"{base}/cdclake/api/quarantine?source=nope", bearer)[0] == 404
+    status, _, body = _http(f"{base}/cdclake/api/health", bearer)
+    assert status == 200 and json.loads(body)["table_counts"] == {
+        "failing": 1,
+        "late": 1,
+        "quarantining": 1,
+        "healthy": 1,
+    }
+    assert _http(f"{base}/cdclake/api/table?source=orders&table=NOPE", bearer)[0] == 404
 
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=_chromium(), args=CHROMIUM_ARGS)
         try:
             # a fresh browser: refused, then logged in through Airflow's login page and sent back
-            context = browser.new_context()
+            context = browser.new_context(viewport={"width": 1360, "height": 860})
             page = context.new_page()
-            assert page.request.get(f"{base}/cdclake/api/tables").status == 401
+            assert page.request.get(f"{base}/cdclake/api/health").status == 401
             page.goto(f"{base}/cdclake/")
             page.wait_for_url("**/auth/login**", timeout=20_000)
             assert "SHOP.ORDERS" not in page.content()
@@ -378,33 +290,83 @@ def test_plugin_page_needs_an_airflow_login(api_server: dict[str, str]) -> None:
             page.locator("input[name=password]").fill(api_server["password"])
             page.locator("button[type=submit]").click()
             page.wait_for_url(f"{base}/cdclake/", timeout=20_000)
+            # the overview: one table of each state, worst first, counted
+            assert _states(page, "tables") == [
+                ("BILL.INVOICES", "failing"),
+                ("LEG.ACCOUNTS", "late"),
+                ("SHOP.ORDERS", "quarantining"),
+                ("SHOP.ITEMS", "healthy"),
+            ]
+            assert _states(page, "sources")[:3] == [
+                ("billing", "failing"),
+                ("legacy", "late"),
+                ("orders", "quarantining"),
+            ]
+            counts = page.locator("p.counts").first.inner_text()
+            assert "failing 1" in counts and "healthy 1" in counts, counts
+            assert page.locator("table.tables svg.spark").count() == 12  # applied, quarantined, lag per table
             text = page.locator("body").inner_text()
-            for expected in (
-                "SHOP.ORDERS",
-                "SHOP.ITEMS",
-                "BILL.INVOICES",
-                "shop.orders",
-                "run_2",
-                "key column ID is null",
-            ):
-                assert expected in text, expected
-            assert "orders: 4 quarantined record(s), all shown" in text
-            assert "invalid JSON <script>alert(1)</script>" in text  # shown as text, not run
+            assert "last run scheduled__" in text and "failed in decode_normalize" in text
             assert CANARY not in page.content()
-            assert page.request.get(f"{base}/cdclake/api/tables").status == 200  # the login cookie works for the API
-            # the same page inside the Airflow UI (external view in the navigation)
+            run_link = page.locator("table.sources a.run-link").first
+            assert run_link.get_attribute("href").startswith(
+                "/dags/cdc_billing/runs/scheduled__2024-05-01T11%3A59%3A30"
+            )
+            page.screenshot(path=str(shots / "monitoring-overview.jpg"), type="jpeg", quality=55, full_page=True)
+            assert page.request.get(f"{base}/cdclake/api/health").status == 200  # the login cookie works for the API
+
+            # one table's drill-down, from its link
+            page.locator("a.table-link", has_text="SHOP.ORDERS").click()
+            page.wait_for_url("**/cdclake/table?source=orders&table=SHOP.ORDERS", timeout=20_000)
+            expect(page.locator("h1 [data-state=quarantining]")).to_be_visible()
+            assert [r.get_attribute("data-batch") for r in page.locator("table.history tbody tr").all()] == [
+                "run_2",
+                "run_1",
+                "run_0",
+            ]
+            links = page.locator("table.history tbody tr").first.locator("a")
+            hrefs = {a.inner_text(): a.get_attribute("href") for a in links.all()}
+            run = f"/dags/cdc_orders/runs/{ORDERS_RUN.replace(':', '%3A').replace('+', '%2B')}"
+            assert hrefs == {
+                "run": run,
+                "stage": f"{run}/tasks/stage",
+                "decode_normalize": f"{run}/tasks/decode_normalize",
+                "apply_ddl": f"{run}/tasks/apply_ddl",  # the batch changed this table's schema
+                "compact": f"{run}/tasks/compact/mapped",
+                "report": f"{run}/tasks/report",
+            }
+            assert page.request.get(base + hrefs["report"]).status == 200  # a route of Airflow's UI
+            snapshots = page.locator("table.snapshots tbody tr")
+            assert snapshots.count() == 2 and "run_2" in snapshots.first.inner_text()
+            text = page.locator("body").inner_text()
+            assert "add_column" in text and "key column ID is null" in text
+            assert f"--batch-dir {home_of(api_server)}/staging/orders/run_2" in text  # the replay command
+            assert page.locator("figure.chart svg").count() == 5
+            assert CANARY not in page.content()
+            page.screenshot(path=str(shots / "monitoring-table.jpg"), type="jpeg", quality=55, full_page=True)
+
+            # the overview inside the Airflow UI (external view in the navigation)
             page.goto(f"{base}/plugin/cdclake")
             frame = page.frame_locator("iframe")
-            expect(frame.get_by_text("key column ID is null").first).to_be_visible(timeout=30_000)
+            expect(frame.locator("table.tables tbody tr").first).to_have_attribute(
+                "data-state", "failing", timeout=30_000
+            )
             context.close()
 
             # another fresh browser, no login: still refused
             other = browser.new_context()
             assert other.request.get(f"{base}/cdclake/api/quarantine").status == 401
             stranger = other.new_page()
-            stranger.goto(f"{base}/cdclake/")
+            stranger.goto(f"{base}/cdclake/table?source=orders&table=SHOP.ORDERS")
             stranger.wait_for_url("**/auth/login**", timeout=20_000)
             assert "SHOP.ORDERS" not in stranger.content()
             other.close()
         finally:
             browser.close()
+    assert (shots / "monitoring-overview.jpg").stat().st_size > 10_000 and (
+        shots / "monitoring-table.jpg"
+    ).stat().st_size > 10_000
+
+
+def home_of(api_server: dict[str, str]) -> str:
+    return str(Path(api_server["home"]).resolve())

@@ -37,6 +37,7 @@ def test_full_source_loads_with_defaults_and_overrides(tmp_path):
                 "table_schema_policy": {"inv.products": "ignore"},
                 "max_quarantined": 10,
                 "aws_conn_id": "aws_landing",
+                "health": {"max_lag": "90m", "max_quarantined_share": 0.01},
             },
         },
     )
@@ -50,6 +51,8 @@ def test_full_source_loads_with_defaults_and_overrides(tmp_path):
         "aws_landing",
     )
     assert s3.table_schema_policy == {"inv.products": "ignore"} and s3.max_quarantined == 10
+    assert (s3.health.max_lag_seconds, s3.health.max_quarantined_share) == (5400.0, 0.01)
+    assert (sources["gg"].health.max_lag_seconds, sources["gg"].health.max_quarantined_share) == (86400.0, 0.0)
 
 
 @pytest.mark.parametrize(
@@ -64,6 +67,10 @@ def test_full_source_loads_with_defaults_and_overrides(tmp_path):
         ({**GOOD, "schema_policy": "maybe"}, "field 'schema_policy' is 'maybe'; expected one of evolve, fail, ignore"),
         ({**GOOD, "table_schema_policy": {"T": "x"}}, "field 'table_schema_policy' must map"),
         ({**GOOD, "max_quarantined": -1}, "field 'max_quarantined' must be a whole number"),
+        ({**GOOD, "health": {"max_lag": "soon"}}, "field 'health.max_lag' must be seconds > 0"),
+        ({**GOOD, "health": {"max_lag": 0}}, "field 'health.max_lag' must be seconds > 0"),
+        ({**GOOD, "health": {"max_quarantined_share": 2}}, "'health.max_quarantined_share' must be a number from 0"),
+        ({**GOOD, "health": {"freshness": 1}}, "field 'health' must be a mapping with max_lag"),
         ({**GOOD, "schedule": 5}, "field 'schedule' must be a cron expression"),
         ({**GOOD, "namespace": "a.b; drop"}, "field 'namespace' must be letters"),
         ({**GOOD, "options": {"noSuchOption": "x"}}, "field 'options'"),
