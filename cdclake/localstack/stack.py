@@ -40,9 +40,10 @@ _FOREIGN = re.compile(r"^(AIRFLOW|AWS|CDCLAKE|SPARK|PYSPARK|POSTGRES|MINIO)_|^(A
 
 
 def compose_variables() -> dict[str, str]:
-    """``.env`` as a user makes it: ``.env.example`` with every change-me value replaced by a secret."""
+    """``.env`` as a user makes it: ``.env.example`` with every change-me value replaced by a secret
+    (64 bytes: the JWT secret signs with HS512)."""
     values = read_env_file()
-    return {k: (secrets.token_urlsafe(24) if v.startswith("change-me") else v) for k, v in values.items()}
+    return {k: (secrets.token_urlsafe(64) if v.startswith("change-me") else v) for k, v in values.items()}
 
 
 def image_environment(airflow_home: Path) -> dict[str, str]:
