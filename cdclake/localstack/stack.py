@@ -132,15 +132,16 @@ class LocalStack:
         """Ports a container has to itself but a shared machine does not."""
         if not service.startswith("airflow"):
             return {}
-        return {
+        local = {
             "AIRFLOW__API__HOST": LOCALHOST,
             "AIRFLOW__API__PORT": str(self.placement.port("airflow-apiserver", 8080)),
             "AIRFLOW__SCHEDULER__SCHEDULER_HEALTH_CHECK_SERVER_HOST": LOCALHOST,
             "AIRFLOW__SCHEDULER__SCHEDULER_HEALTH_CHECK_SERVER_PORT": str(self.health_port),
             "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(self.log_port),
-            "POSTGRES_HOST": LOCALHOST,
-            "POSTGRES_PORT": str(self.placement.port("postgres", 5432)),
         }
+        if service == "airflow-init":  # docker/init_catalog_db.py defaults to the host "postgres", port 5432
+            local.update({"POSTGRES_HOST": LOCALHOST, "POSTGRES_PORT": str(self.placement.port("postgres", 5432))})
+        return local
 
     # -- lifecycle ----------------------------------------------------------------------------
 
