@@ -15,11 +15,11 @@ RUN apt-get update \
     && apt-get install -y --no-install-recommends openjdk-17-jre-headless procps \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /opt/cdclake
-# The local venv's exact package set plus the PostgreSQL drivers only the image needs
-# (Airflow's metadata DB: psycopg2 sync, asyncpg async; pyiceberg's SQL catalog: psycopg2).
+# The local venv's exact package set (with the PostgreSQL drivers: Airflow's metadata DB through
+# psycopg2 and asyncpg, pyiceberg's SQL catalog through psycopg2).
 COPY requirements.txt ./
 RUN pip install --no-cache-dir uv==0.13.9 \
-    && uv pip install --system --no-cache -r requirements.txt psycopg2-binary==2.9.13 asyncpg==0.32.0
+    && uv pip install --system --no-cache -r requirements.txt
 COPY --from=jars /build/.jars /opt/cdclake/.jars
 # Only what runs (not .venv/, var/, .jars/ of the checkout).
 COPY pyproject.toml README.md ./

@@ -1,6 +1,7 @@
 # cdclake: two commands for a fresh machine (see README.md)
 #   make demo   sets up, writes sample landing files, runs the ingest DAG through Airflow, prints the table
 #   make test   sets up and runs the tests
+#   make stack-test  the docker-compose topology as local processes, driven as users do (docs/docker.md)
 SHELL := /bin/bash
 PYTHON ?= python3.11
 VENV := .venv
@@ -8,17 +9,19 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.cdclake-installed
 JARS_STAMP := .jars/.fetched
 
-.PHONY: setup demo test lint bench bench-monitoring clean check-java browser
+.PHONY: setup demo test stack-test lint bench bench-monitoring clean check-java test-deps
 
-setup: check-java $(STAMP) $(JARS_STAMP) browser
+setup: check-java $(STAMP) $(JARS_STAMP)
 
 check-java:
 	@bash scripts/check_java.sh
 
-# Debian's Chromium for the monitoring page's browser test (playwright's own download is not used)
-browser:
-	@test -x /usr/bin/chromium || { if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium; \
-	  else echo "warning: /usr/bin/chromium missing, the browser test will skip: sudo apt-get install chromium"; fi; }
+# Debian packages only the tests need: Chromium (browser tests; playwright's own download is not used)
+# and the PostgreSQL server (the stack test starts its own cluster). `make demo` needs neither.
+TEST_DEBS := $(if $(wildcard /usr/bin/chromium),,chromium) $(if $(wildcard /usr/lib/postgresql/*/bin/initdb),,postgresql)
+test-deps:
+	@test -z "$(strip $(TEST_DEBS))" || { if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(TEST_DEBS); \
+	  else echo "warning: missing Debian packages, the browser / stack tests will fail: sudo apt-get install $(TEST_DEBS)"; fi; }
 
 $(STAMP): requirements.txt pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found: install Python 3.11"; exit 1; }
@@ -39,8 +42,13 @@ $(JARS_STAMP): jars/pom.xml
 demo: setup
 	$(PY) -m cdclake.demo
 
-test: setup
+test: setup test-deps
 	$(PY) -m pytest -q
+
+# PostgreSQL, S3 (moto), Spark master + worker, Airflow api-server + scheduler + dag-processor as local
+# processes from docker-compose.yaml's settings; screenshot and service logs in var/stack-test/
+stack-test: setup test-deps
+	$(PY) -m pytest -q -m stack tests/stack
 
 # throughput, memory and correctness of every format (about 1M changes each; BENCH_ARGS="--quick" for 100k)
 bench: setup

@@ -9,6 +9,9 @@ environment names the point:
   because a JVM left running could still finish a write the test means to interrupt. The point's
   name is appended to ``CDCLAKE_FAULT_LOG`` if set: under spark-submit the driver's stderr passes
   through the JVM, which may die before it forwards the last line.
+- ``CDCLAKE_FAULT_FILE=<path>``: the same, for the points named in that file (comma or line separated)
+  while it exists. Long-running services keep the environment they started with (an Airflow
+  scheduler passes it to every task); the file lets a test arm a point and disarm it later.
 - ``CDCLAKE_PAUSE=<point>`` with ``CDCLAKE_PAUSE_FILE=<path>``: the process creates ``<path>`` and
   waits (once) until the test deletes it, to force an interleaving of two processes.
 
@@ -32,6 +35,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 FAULT_ENV = "CDCLAKE_FAULT"
+FAULT_FILE_ENV = "CDCLAKE_FAULT_FILE"
 FAULT_LOG_ENV = "CDCLAKE_FAULT_LOG"
 PAUSE_ENV = "CDCLAKE_PAUSE"
 PAUSE_FILE_ENV = "CDCLAKE_PAUSE_FILE"
@@ -45,13 +49,16 @@ _paused: set[str] = set()
 
 
 def _armed(env: str, name: str) -> bool:
-    value = os.environ.get(env)
-    return bool(value) and name in (v.strip() for v in value.split(","))
+    value = os.environ.get(env) or ""
+    if env == FAULT_ENV and os.environ.get(FAULT_FILE_ENV):
+        with contextlib.suppress(OSError):
+            value += "," + Path(os.environ[FAULT_FILE_ENV]).read_text().replace("\n", ",")
+    return name in (v.strip() for v in value.split(",") if v.strip())
 
 
 def fault_point(name: str) -> None:
     """Crash (``CDCLAKE_FAULT``) or pause (``CDCLAKE_PAUSE``) here if the environment names ``name``."""
-    if FAULT_ENV not in os.environ and PAUSE_ENV not in os.environ:
+    if FAULT_ENV not in os.environ and PAUSE_ENV not in os.environ and FAULT_FILE_ENV not in os.environ:
         return
     if _armed(FAULT_ENV, name):
         crash(name)

@@ -74,6 +74,19 @@ def session_conf() -> dict[str, str]:
     }
 
 
+def _submitted_name() -> str | None:
+    """The application name spark-submit was given (``--name``, e.g. ``cdclake-<source>-compact``).
+
+    The builder's ``appName`` would replace it, and a cluster's UI then could not tell sources apart.
+    """
+    if not os.environ.get("PYSPARK_GATEWAY_PORT"):  # not under spark-submit
+        return None
+    from pyspark import SparkConf, SparkContext
+
+    SparkContext._ensure_initialized()
+    return SparkConf().get("spark.app.name", None)
+
+
 def build_session(app_name: str, warehouse: str | Path, master: str | None = None, jars: list[str] | None = None):
     """Get or create the Spark session for ``warehouse``.
 
@@ -83,7 +96,7 @@ def build_session(app_name: str, warehouse: str | Path, master: str | None = Non
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    builder = SparkSession.builder.appName(app_name)
+    builder = SparkSession.builder.appName(_submitted_name() or app_name)
     if master:
         builder = builder.master(master)
     if jars:

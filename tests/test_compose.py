@@ -668,6 +668,6 @@ def test_checks_catch_version_drift_and_unpinned_installs():
     assert check_versions(compose, dockerfile.replace("python:3.11-slim-bookworm", "python:3.12-slim-bookworm"))
     airflow_base = dockerfile.replace("python:3.11-slim-bookworm", "apache/airflow:3.2.0-python3.11")
     assert check_versions(compose, airflow_base)
-    assert check_dockerfile_installs(dockerfile.replace("asyncpg==0.32.0", "asyncpg"))
+    assert check_dockerfile_installs(dockerfile.replace("uv==0.13.9", "uv"))
     assert check_dockerfile_installs(dockerfile.replace("-r requirements.txt", "apache-airflow==3.3.2"))
     assert check_scripts(compose, dockerfile.replace("COPY docker/ docker/", ""))
