@@ -78,6 +78,7 @@ def test_health_dag_fails_breaching_sources_and_notifies(
     _, env = deployment
     env = airflow_env(tmp_path, env)
     env["PYTHONPATH"] = str(Path(__file__).parent)
+    env["CDCLAKE_DEADLINE_ALERTS"] = "1"
     migrate(env, tmp_path / "airflow.log")
     notified = tmp_path / "notified.jsonl"
     code = f"""
@@ -128,7 +129,7 @@ def test_ingest_deadlines_are_stored_by_airflow(deployment: tuple[Settings, dict
     from cdclake.airflow_env import airflow
 
     _, env = deployment
-    env = airflow_env(tmp_path, env)
+    env = {**airflow_env(tmp_path, env), "CDCLAKE_DEADLINE_ALERTS": "1"}
     migrate(env, tmp_path / "airflow.log")
     result = airflow(["dags", "reserialize"], env)
     assert result.returncode == 0, result.stderr[-3000:]
