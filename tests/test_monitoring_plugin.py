@@ -122,17 +122,7 @@ def test_no_staging_yet(tmp_path: Path) -> None:
 # The plugin in a running Airflow API server, through headless Chromium
 # ---------------------------------------------------------------------------
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+from cdclake.localstack.browser import CHROMIUM, CHROMIUM_ARGS  # noqa: E402  (one list of browser flags)
 
 
 def _chromium() -> str:
