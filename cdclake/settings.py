@@ -139,6 +139,9 @@ class Settings:
     #: Keys without key changes fold in Spark SQL on the workers path (docs/decisions.md, "The fold at native
     #: speed"); off: every key through the Python reference fold (``cdclake.merge``).
     native_fold: bool = True
+    #: In-order keys of a driver-folded batch fold onto their current rows without reading their change log
+    #: (docs/decisions.md, "Row state"); off: every key refolds from its log.
+    row_state: bool = True
     #: Attach Airflow deadline alerts to the ingest DAGs (off: Airflow 3.3.2 cannot clear a task of a DAG
     #: that has one, a 500 from clearTaskInstances, nor `dags test` it; cdc_health checks freshness anyway).
     deadline_alerts: bool = False
@@ -164,6 +167,7 @@ class Settings:
             compact_threads=max(1, int(env.get("CDCLAKE_COMPACT_THREADS", "4"))),
             driver_fold_rows=max(0, int(env.get("CDCLAKE_DRIVER_FOLD_ROWS", "5000"))),
             native_fold=env.get("CDCLAKE_NATIVE_FOLD", "1").strip().lower() not in ("0", "false", "no", "off"),
+            row_state=env.get("CDCLAKE_ROW_STATE", "1").strip().lower() not in ("0", "false", "no", "off"),
             deadline_alerts=env.get("CDCLAKE_DEADLINE_ALERTS", "0").strip().lower() in ("1", "true", "yes", "on"),
             monitor_index=str(index) if is_uri(str(index)) else Path(index).resolve(),
         )

@@ -67,7 +67,14 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--sample-events", type=int, default=30_000, help="sample of the single-core measurements")
     parser.add_argument("--buckets", type=int, default=Settings.from_env().buckets)
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--skip", default="", help="steps to skip: pipeline,naive,tables,merge,bigfile,single,dag")
+    parser.add_argument(
+        "--skip", default="", help="steps to skip: pipeline,naive,tables,merge,history,bigfile,single,dag"
+    )
+    parser.add_argument(
+        "--history",
+        default="100k,100,1000",
+        help="the long-history case: table rows, logged events per key, earlier batches (commits) of the log",
+    )
     parser.add_argument("--table-counts", default="2,30", help="table counts of the many-tables batches")
     parser.add_argument(
         "--dag-tables", type=int, default=None, help="also a DAG run over this many tables, 10 changes each"
@@ -297,6 +304,14 @@ def run(args: argparse.Namespace, work: Path, results: dict[str, Any]) -> None:
                 results["merge_curve"] = run_curve(
                     spark, work / "merge", sizes, args.buckets, args.merge_max_batch, log=log
                 )
+            if "history" not in args.skip:
+                from cdclake.bench.merge_curve import history_case, parse_size
+
+                rows, per_key, batches = args.history.split(",")
+                results["history"] = history_case(
+                    spark, work / "history", parse_size(rows), int(per_key), int(batches), args.buckets, log=log
+                )
+                _save_partial(results, work)
             if "bigfile" not in args.skip:
                 from cdclake.bench.scale import run_big_file
 

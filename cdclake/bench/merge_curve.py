@@ -28,6 +28,7 @@ from cdclake.batch import Manifest
 from cdclake.pipeline import run_batch
 from cdclake.settings import Settings
 from cdclake.staging import stage_files
+from cdclake.tables import BATCH_PROPERTY
 
 TABLE = "BENCH.ORDERS"
 NOTE = "x" * 20
@@ -122,6 +123,104 @@ def seed_table(spark, work: Path, rows: int, namespace: str, buckets: int) -> tu
             ]
             ids.select(*select).writeTo(target).append()
     return name, time.perf_counter() - started
+
+
+def add_history(spark, name: str, rows: int, events_per_key: int, batches: int, buckets: int) -> float:
+    """Older events behind every key of a seeded table: ``events_per_key`` partial updates per key,
+    appended to its change log in ``batches`` commits (so the log holds their files and snapshots as
+    if that many batches had run). Their seqs sort below the key's insert (``<id>.<n>`` < ``<id+1>``),
+    so the rows stay as seeded and the log stays consistent with them. Returns seconds."""
+    from pyspark.sql import functions as F
+
+    started = time.perf_counter()
+    log_name = name + "__changes"
+    schema = spark.table(log_name).schema
+    total = rows * events_per_key
+    per_batch = -(-total // batches)
+    for index in range(batches):
+        events = spark.range(index * per_batch, min(total, (index + 1) * per_batch))
+        key_id = F.col("id") % rows
+        key = F.concat(F.lit("["), key_id.cast("string"), F.lit("]"))
+        seq = F.concat(
+            F.lpad(key_id.cast("string"), 32, "0"),
+            F.lit("."),
+            F.lpad((F.col("id") / rows).cast("long").cast("string"), 6, "0"),
+        )
+        values = {
+            "_key": key,
+            "_old_key": F.lit(None).cast("string"),
+            "_cdc_bucket": F.pmod(F.crc32(key.cast("binary")), F.lit(buckets)).cast("int"),
+            "_role": F.lit("main"),
+            "op": F.lit("UPDATE"),
+            "seq": seq,
+            "event_ts": F.lit("2023-12-31 00:00:00").cast("timestamp"),
+            "after": F.create_map(F.lit("id"), key_id.cast("string"), F.lit("status"), F.lit('"OLD"')),
+            "_cdc_batch": F.lit(f"history-{index}"),
+        }
+        select = [(values[f.name] if f.name in values else F.lit(None)).cast(f.dataType).alias(f.name) for f in schema]
+        writer = events.select(*select).writeTo(log_name)
+        writer.option(f"snapshot-property.{BATCH_PROPERTY}", f"history-{index}").append()
+    return time.perf_counter() - started
+
+
+def history_case(
+    spark,
+    work: Path,
+    rows: int,
+    events_per_key: int,
+    history_batches: int,
+    buckets: int,
+    batch_events: int = 1000,
+    repeats: int = 3,
+    log=print,
+) -> dict[str, Any]:
+    """Batches of ``batch_events`` partial updates, warm, from landing file to committed table: onto a table
+    with a short history (its seed only) and onto one with ``events_per_key`` logged events per key in
+    ``history_batches`` earlier commits. Median wall of ``repeats`` batches each, and one batch on the long
+    history with row state off (every key refolded from its log: what the history costs without it)."""
+    import os
+    import statistics
+
+    out: dict[str, Any] = {"rows": rows, "events_per_key": events_per_key, "history_batches": history_batches}
+    pos = 10 * rows
+    for case in ("short", "long"):
+        namespace = f"bench_history_{case}_{rows}"
+        name, seed_s = seed_table(spark, work, rows, namespace, buckets)
+        if case == "long":
+            seed_s += add_history(spark, name, rows, events_per_key, history_batches, buckets)
+            summary = spark.sql(f"SELECT summary FROM {name}__changes.snapshots ORDER BY committed_at DESC LIMIT 1")
+            totals = summary.first()["summary"]
+            out["log_rows"] = int(totals.get("total-records", 0))
+            out["log_files"] = int(totals.get("total-data-files", 0))
+        log(f"history case: {case} history seeded in {seed_s:.1f}s")
+        runs = [("row-state", repeats)] + ([("log", 1)] if case == "long" else [])
+        for mode, count in runs:
+            walls, folds = [], []
+            for n in range(count):
+                path = work / f"history-{case}-{mode}-{n}.json"
+                write_changes(path, rows, batch_events, pos, seed=1000 + n)
+                pos += batch_events
+                previous = os.environ.get("CDCLAKE_ROW_STATE")
+                os.environ["CDCLAKE_ROW_STATE"] = "1" if mode == "row-state" else "0"
+                try:
+                    started = time.perf_counter()
+                    report = apply(spark, work / "staging", [path], namespace, f"hist-{case}-{mode}-{n}", buckets)
+                    walls.append(time.perf_counter() - started)
+                finally:
+                    if previous is None:
+                        os.environ.pop("CDCLAKE_ROW_STATE", None)
+                    else:
+                        os.environ["CDCLAKE_ROW_STATE"] = previous
+                path.unlink()
+                folds.append(report["tables"].get(TABLE, {}).get("fold"))
+            out[f"{case}_{mode}_s"] = round(statistics.median(walls), 2)
+            out[f"{case}_{mode}_all_s"] = [round(w, 2) for w in walls]
+            out[f"{case}_{mode}_fold"] = folds[-1]
+            log(f"history case: {case} {mode}: {[round(w, 2) for w in walls]} ({folds[-1]})")
+        spark.sql(f"DROP TABLE IF EXISTS {name} PURGE")
+        spark.sql(f"DROP TABLE IF EXISTS {name}__changes PURGE")
+    out["ratio"] = round(out["long_row-state_s"] / out["short_row-state_s"], 2)
+    return out
 
 
 def parse_size(text: str) -> int:

@@ -183,6 +183,27 @@ def render(results: dict[str, Any]) -> str:
                     f"| {r['files_removed']} / {r['files_added']} / {r['files_total']} "
                     f"| {r['buckets_rewritten']} / {r['buckets']} |"
                 )
+    if results.get("history"):
+        h = results["history"]
+        out += [
+            "",
+            "## 1,000 partial updates, short and long history",
+            "",
+            f"Warm session, from landing file to committed table (stage, decode, normalize, compact): batches of "
+            f"1,000 partial updates to random keys of a {h['rows']:,}-row table (goldengate-json), median of "
+            f"{len(h['short_row-state_all_s'])}. Short: the table's log holds its seed only. Long: the log also "
+            f"holds {h['events_per_key']} events per key from {h['history_batches']:,} earlier commits "
+            f"({h.get('log_rows', 0):,} rows in {h.get('log_files', 0):,} files). Log path: one batch with row "
+            "state off (`CDCLAKE_ROW_STATE=0`), every key refolded from its change log.",
+            "",
+            "| history | wall s (median) | all runs s | fold |",
+            "|---|--:|---|---|",
+            f"| short | {h['short_row-state_s']} | {h['short_row-state_all_s']} | {h['short_row-state_fold']} |",
+            f"| long | {h['long_row-state_s']} | {h['long_row-state_all_s']} | {h['long_row-state_fold']} |",
+            f"| long, log path | {h['long_log_s']} | {h['long_log_all_s']} | {h['long_log_fold']} |",
+            "",
+            f"Long ÷ short: **{h['ratio']}**.",
+        ]
     if results.get("many_tables"):
         m = results["many_tables"]
         out += [

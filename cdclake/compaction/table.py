@@ -56,12 +56,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cdclake.batch import read_report
+from cdclake.coltypes import quote_ident
 from cdclake.compaction.folding import _aliased, _aliases, _real_names, _renamed, fold_history_part, fold_part
 from cdclake.compaction.lake_tables import (
     HISTORY_META_DDL,
     HISTORY_META_NAMES,
     HISTORY_SUFFIX,
     LOG_DDL,
+    LOG_SCHEMA,
     LOG_SUFFIX,
     META_DDL,
     META_NAMES,
@@ -91,6 +93,7 @@ from cdclake.compaction.publish import (
     _validated,
 )
 from cdclake.compaction.routing import _component_homes, _linked_keys, _with_part, route_events
+from cdclake.compaction.row_state import candidate_keys, fold_onto_rows, in_order_keys
 from cdclake.compaction.strategy import MERGE_ON_READ, OVERWRITE, _choose_mode
 from cdclake.faults import fault_point, inside_commit
 from cdclake.merge import bucket_of
@@ -105,6 +108,13 @@ def driver_fold_rows() -> int:
     from cdclake.settings import Settings
 
     return Settings.from_env().driver_fold_rows
+
+
+def row_state_enabled() -> bool:
+    """``Settings.row_state`` (docs/decisions.md, "Row state")."""
+    from cdclake.settings import Settings
+
+    return Settings.from_env().row_state
 
 
 def native_fold_enabled() -> bool:
@@ -214,6 +224,29 @@ def compact_table(
     log = spark.table(log_name)
     wm_row = log.where(F.col("_cdc_bucket") == TRUNCATE_BUCKET).agg(F.max("seq").alias("wm")).first()
     truncate_seq = wm_row["wm"] if wm_row else None
+    full = full_refresh or truncates > 0 or not keyed  # not keyed: rows without _cdc_key, rewritten once
+    # a log holding only this batch (a table's first batch): every logged key is affected and every key
+    # change is among the events read, so there is nothing to search and no key set to join
+    whole_log = not full and _only_batch(spark, log_name, batch_id)
+    # row state: keys whose events all follow their current row fold onto it, without their log
+    in_order: set[str] = set()
+    state_rows = None
+    if (
+        in_driver
+        and key_set
+        and not full
+        and not whole_log
+        and not main_done
+        and read_snapshot is not None
+        and not layout.get("scd2")
+        and row_state_enabled()
+    ):
+        candidates = candidate_keys(good_arrow)
+        if candidates:
+            state_rows = _current_rows(spark, name, candidates, buckets)
+            seqs = dict(zip(state_rows["_cdc_key"].to_pylist(), state_rows["_cdc_seq"].to_pylist(), strict=True))
+            in_order = in_order_keys(good_arrow, candidates, seqs, truncate_seq)
+            key_set -= in_order
     if key_set is not None:
         batch_keys = spark.createDataFrame([(k,) for k in sorted(key_set)], "k string")
     else:
@@ -223,10 +256,6 @@ def compact_table(
             .union(good.where("_old_key IS NOT NULL").select(F.col("_old_key").alias("k")))
             .distinct()
         )
-    full = full_refresh or truncates > 0 or not keyed  # not keyed: rows without _cdc_key, rewritten once
-    # a log holding only this batch (a table's first batch): every logged key is affected and every key
-    # change is among the events read, so there is nothing to search and no key set to join
-    whole_log = not full and _only_batch(spark, log_name, batch_id)
     linked: list[str] = []
     link_pairs: set[tuple[str, str]] | None = None  # every key change touching the affected keys, when searched
     if not full and not whole_log and (key_set is None or key_set):
@@ -235,18 +264,19 @@ def compact_table(
         batch_keys = batch_keys.union(spark.createDataFrame([(k,) for k in linked], "k string")).distinct()
         if key_set is not None:
             key_set |= set(linked)
+        in_order -= set(linked)  # linked to a late key by a key change: its log is read with the others
     if full:
         affected_buckets = list(range(buckets))
         log_events = log.where(F.col("_cdc_bucket") >= 0)
     elif whole_log:
         if key_set is not None:
-            affected_buckets = sorted({bucket_of(k, buckets) for k in key_set})
+            affected_buckets = sorted({bucket_of(k, buckets) for k in key_set | in_order})
         else:
             affected_buckets = sorted({r["_cdc_bucket"] for r in good.select("_cdc_bucket").distinct().collect()})
         log_events = log.where(F.col("_cdc_bucket") >= 0)
     else:
         if key_set is not None:
-            affected_buckets = sorted({bucket_of(k, buckets) for k in key_set})
+            affected_buckets = sorted({bucket_of(k, buckets) for k in key_set | in_order})
         else:
             # a change-log row sits in its key's bucket, or (role "link") in its old key's: the batch's rows'
             # buckets are its keys' buckets, without collecting the keys
@@ -275,16 +305,28 @@ def compact_table(
     # 3. the fold: in the driver when its inputs are small (known after one bounded read each), else on workers
     folded_arrow = None
     if in_driver:
-        # a log no larger than the bound is read whole-query (one job); a larger one through a limit
-        # (Spark then collects partition by partition, several jobs) so a long history stays bounded
-        log_rows = int(_head_summary(spark, log_name).get("total-records", limit + 1))
-        logged_arrow = (log_events if log_rows <= limit else log_events.limit(limit + 1)).toArrow()
+        if key_set or key_set is None or full or whole_log:
+            # a log no larger than the bound is read whole-query (one job); a larger one through a limit
+            # (Spark then collects partition by partition, several jobs) so a long history stays bounded
+            log_rows = int(_head_summary(spark, log_name).get("total-records", limit + 1))
+            logged_arrow = (log_events if log_rows <= limit else log_events.limit(limit + 1)).toArrow()
+        else:  # every key folds onto its row: no log is read
+            logged_arrow = LOG_SCHEMA.empty_table()
         rows_arrow = None
-        if logged_arrow.num_rows <= limit and mode != MERGE_ON_READ:
+        if logged_arrow.num_rows <= limit and mode != MERGE_ON_READ and not keyed:
             rows_arrow = spark.table(name).where(F.col("_cdc_bucket").isin(rewrite_buckets)).limit(limit + 1).toArrow()
         if logged_arrow.num_rows <= limit and (rows_arrow is None or rows_arrow.num_rows <= limit):
             fault_point("compact:before-write")
-            folded_arrow = fold_part(logged_arrow, rows_arrow, markers=mode == MERGE_ON_READ, **fold_args)
+            # keyed: the fold gives the affected keys' rows and gone markers; the bucket's other rows pass
+            # through in Spark (_kept_rows), not through the driver
+            markers = mode == MERGE_ON_READ or keyed
+            folded_arrow = fold_part(logged_arrow, rows_arrow, markers=markers, **fold_args)
+            if in_order:
+                batch_events = good_arrow.filter(pc.is_in(good_arrow["_key"], pa.array(sorted(in_order))))
+                their_rows = state_rows.filter(pc.is_in(state_rows["_cdc_key"], pa.array(sorted(in_order))))
+                state_args = {k: v for k, v in fold_args.items() if k != "truncate_seq"}
+                onto_rows = fold_onto_rows(batch_events, their_rows, **state_args)
+                folded_arrow = pa.concat_tables([folded_arrow, onto_rows])
     if folded_arrow is not None:
         kinds = folded_arrow["_cdc_kind"]
         stats = {"applied": 0, "stale": 0, "deleted_keys": 0}
@@ -299,12 +341,21 @@ def compact_table(
         else:
             rows_out = folded_arrow.filter(pc.equal(kinds, "row")).drop_columns(["_cdc_kind", "_cdc_info"])
             source = _to_frame(spark, rows_out, f"{_table_ddl(columns)}, {META_DDL}")
+            if keyed:
+                folded_keys = folded_arrow.filter(pc.is_in(kinds, pa.array(["row", "gone"])))["_cdc_key"]
+                source = source.union(
+                    _kept_rows(spark, name, rewrite_buckets, set(folded_keys.to_pylist()), truncate_seq, columns)
+                )
         ev_parted, part_of = _parted_in_driver(spark, logged_arrow, buckets)
     else:
         source, merge_buckets, stats, part_of, ev_parted = _fold_on_workers(
             spark, name, batch_dir, layout, log_events, mode, rewrite_buckets, fold_args, link_pairs, keyed
         )
     counts = {**stats, "quarantined": quarantined}
+    fold = "driver" if folded_arrow is not None else "workers"
+    if in_order:
+        fold += f", {len(in_order)} keys onto their rows"
+
     properties = {BATCH_PROPERTY: batch_id, COUNTS_PROPERTY: json.dumps(counts, sort_keys=True)}
     if truncate_seq:
         properties["cdclake.truncate-watermark"] = truncate_seq
@@ -362,7 +413,7 @@ def compact_table(
         "quarantined": quarantined,
         "truncates_seen": truncates,
         "merge_mode": mode,
-        "fold": "driver" if folded_arrow is not None else "workers",
+        "fold": fold,
         "buckets_rewritten": len(rewrite_buckets),
         "buckets": buckets,
         "files_added": int(summary.get("added-data-files", 0)),
@@ -374,6 +425,29 @@ def compact_table(
         "log_files_total": int(log_summary.get("total-data-files", 0)),  # small files pile up here: maintenance
         "committed_at": dt.datetime.now(dt.UTC).isoformat(),
     }
+
+
+def _current_rows(spark, name: str, keys: set[str], buckets: int) -> pa.Table:
+    """The current rows of ``keys`` (one job: their buckets, a broadcast semi-join on ``_cdc_key``)."""
+    from pyspark.sql import functions as F
+
+    wanted = F.broadcast(spark.createDataFrame([(k,) for k in sorted(keys)], "k string"))
+    current = spark.table(name).where(F.col("_cdc_bucket").isin(sorted({bucket_of(k, buckets) for k in keys})))
+    return current.join(wanted, current["_cdc_key"] == wanted["k"], "left_semi").toArrow()
+
+
+def _kept_rows(spark, name: str, rewrite_buckets: list[int], folded: set[str], truncate_seq, columns):
+    """The rewritten buckets' rows the fold did not touch, as ``fold_part`` passes them through (rows
+    older than the truncate watermark go: their events are not in the log)."""
+    from pyspark.sql import functions as F
+
+    current = spark.table(name).where(F.col("_cdc_bucket").isin(rewrite_buckets))
+    if folded:
+        done = F.broadcast(spark.createDataFrame([(k,) for k in sorted(folded)], "k string"))
+        current = current.join(done, current["_cdc_key"] == done["k"], "left_anti")
+    if truncate_seq is not None:
+        current = current.where(F.coalesce(F.col("_cdc_seq"), F.lit("")) >= F.lit(truncate_seq))
+    return current.select(*[F.col(quote_ident(n)) for n, _ in columns], *META_NAMES)
 
 
 def _parted_in_driver(spark, logged: pa.Table, buckets: int):

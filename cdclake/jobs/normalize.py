@@ -188,19 +188,29 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
         report["held"] = spark.read.parquet(str(held_output(batch_dir))).count()
     events = events.persist()
 
-    per_table = {
-        r["table"]: r
-        for r in events.groupBy("table")
+    # one job for the per-table counts, the per-op counts and the newest heartbeat
+    per_table: dict[str, dict[str, Any]] = {}
+    op_counts: dict[str, dict[str, int]] = {}
+    heartbeat = None
+    grouped = (
+        events.groupBy("table", "op")
         .agg(
-            F.count(F.lit(1)).alias("events"),
-            F.sum(F.col("op").isin(*ROW_OPS).cast("int")).alias("row_events"),
+            F.count(F.lit(1)).alias("count"),
             F.first("keys", ignorenulls=True).alias("keys"),
-            F.max(F.when(F.col("op").isin(*ROW_OPS), F.col("event_ts"))).alias("newest_event_ts"),
+            F.max("event_ts").alias("newest"),
         )
         .collect()
-    }
-    op_counts: dict[str, dict[str, int]] = {}
-    for r in events.groupBy("table", "op").count().collect():
+    )
+    for r in sorted(grouped, key=lambda r: r["op"] not in ROW_OPS):  # keys from row events first
+        stats = per_table.setdefault(r["table"], {"events": 0, "row_events": 0, "keys": None, "newest_event_ts": None})
+        stats["events"] += r["count"]
+        stats["keys"] = stats["keys"] or r["keys"]
+        if r["op"] in ROW_OPS:
+            stats["row_events"] += r["count"]
+            if r["newest"] is not None and (stats["newest_event_ts"] is None or r["newest"] > stats["newest_event_ts"]):
+                stats["newest_event_ts"] = r["newest"]
+        if r["op"] == "HEARTBEAT" and r["newest"] is not None and (heartbeat is None or r["newest"] > heartbeat):
+            heartbeat = r["newest"]
         op_counts.setdefault(r["table"], {})[r["op"]] = r["count"]
 
     # Columns with the kinds of their values, in first-seen order.
@@ -393,11 +403,11 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
     good = row_events.where(~F.col("table").isin(*keyless)) if keyless else row_events
     if unsafe:
         good = good.where(_unsafe_reason(unsafe).isNull())
-    changelog = good.withColumn("_batch", F.lit(manifest.batch_id)).write.mode("overwrite")
-    if good.limit(1).count():
-        changelog.partitionBy("table").parquet(str(batch_dir / "changelog"))
-    else:  # every row event quarantined: one empty file that still carries the schema for the readers
-        changelog.parquet(str(batch_dir / "changelog"))
+    changelog = good.withColumn("_batch", F.lit(manifest.batch_id))
+    changelog.write.mode("overwrite").partitionBy("table").parquet(str(batch_dir / "changelog"))
+    if not any((batch_dir / "changelog").glob("table=*")):
+        # every row event quarantined: one empty file that still carries the schema for the readers
+        changelog.limit(0).write.mode("overwrite").parquet(str(batch_dir / "changelog"))
     quarantined = 0
     if keyless or unsafe:
         error = F.lit(None).cast("string")
@@ -416,11 +426,9 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
         bad.write.mode("overwrite").parquet(str(batch_dir / "quarantine" / "normalize"))
         quarantined = spark.read.parquet(str(batch_dir / "quarantine" / "normalize")).count()
 
-    heartbeat = events.where(F.col("op") == "HEARTBEAT").agg(F.max("event_ts").alias("ts")).first()["ts"]
     report["newest_heartbeat_ts"] = heartbeat.isoformat() if heartbeat else None
-    totals = {r["table"]: r for r in per_table.values()}
-    report["events"] = sum(r["events"] for r in totals.values())
-    report["row_events"] = sum(r["row_events"] for r in totals.values())
+    report["events"] = sum(r["events"] for r in per_table.values())
+    report["row_events"] = sum(r["row_events"] for r in per_table.values())
     report["non_row_events"] = report["events"] - report["row_events"] - len(schema.rejects)
     report["quarantined"] = quarantined + len(schema.rejects)
     write_json_atomic(batch_dir / "tables.json", layouts)

@@ -24,6 +24,7 @@ pytestmark = pytest.mark.spark
 _tables = itertools.count()
 DRIVER_FOLD_ENV = "CDCLAKE_DRIVER_FOLD_ROWS"
 NATIVE_ENV = "CDCLAKE_NATIVE_FOLD"
+ROW_STATE_ENV = "CDCLAKE_ROW_STATE"
 
 event_st = st.tuples(
     st.sampled_from(["I", "I", "U", "U", "P", "K", "D", "T"]),  # P: partial update, K: key change
@@ -76,14 +77,14 @@ def to_message(table: str, pos: int, op: str, key: int, other: int, name) -> dic
     st.lists(event_st, min_size=3, max_size=12),
     st.integers(1, 3),
     st.randoms(use_true_random=False),
-    st.lists(st.sampled_from(["driver", "workers", "workers-python"]), min_size=4, max_size=4),
+    st.lists(st.sampled_from(["driver", "driver-log", "workers", "workers-python"]), min_size=4, max_size=4),
 )
 def test_any_batching_order_and_replay_gives_the_reference_table(
     spark, warehouse, tmp_path_factory, history, nbatches, rnd: random.Random, paths
 ):
-    """Each applied batch folds in the driver, on the workers (keys without key changes in Spark SQL) or on
-    the workers all in Python (``paths``, drawn per batch): every path, and any mix of them over a table's
-    batches, must give the reference table."""
+    """Each applied batch folds in the driver (in-order keys onto their rows, or every key from its log), on
+    the workers (keys without key changes in Spark SQL) or on the workers all in Python (``paths``, drawn per
+    batch): every path, and any mix of them over a table's batches, must give the reference table."""
     table = f"LAW.T{next(_tables)}"
     messages = [to_message(table, pos, *item) for pos, item in enumerate(history, start=1)]
     expected = reference([{**m, "pos": int(m["pos"])} for m in messages])
@@ -96,8 +97,9 @@ def test_any_batching_order_and_replay_gives_the_reference_table(
         path = folder / f"batch{index}.json"
         path.write_text("\n".join(json.dumps(m) for m in batches[index]) + "\n")
         env = {
-            DRIVER_FOLD_ENV: "5000" if paths[n] == "driver" else "0",
+            DRIVER_FOLD_ENV: "5000" if paths[n].startswith("driver") else "0",
             NATIVE_ENV: "0" if "python" in paths[n] else "1",
+            ROW_STATE_ENV: "0" if paths[n] == "driver-log" else "1",
         }
         previous = {name: os.environ.get(name) for name in env}
         os.environ.update(env)
