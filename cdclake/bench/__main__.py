@@ -263,7 +263,7 @@ def run(args: argparse.Namespace, work: Path, results: dict[str, Any]) -> None:
             results["formats"].setdefault(fmt, {})["single_core"] = single
             log(f"{fmt}: one core: bare {single['bare_parse_eps']:.0f}, decoder {single['decoder_eps']:.0f} ev/s")
 
-    if not {"pipeline", "naive", "tables", "merge", "bigfile"} - args.skip:
+    if not {"pipeline", "naive", "tables", "merge", "history", "bigfile"} - args.skip:
         _dag_runs(args, work, results)
         return
     from cdclake.bench.compare import compare_tables

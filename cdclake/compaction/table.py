@@ -77,6 +77,7 @@ from cdclake.compaction.lake_tables import (
 )
 from cdclake.compaction.lineage import (
     COUNTS_PROPERTY,
+    _bucket_has_files,
     _committed_counts,
     _fresh_snapshot_id,
     _head_summary,
@@ -222,15 +223,17 @@ def compact_table(
     keyed = props.get(ROW_KEYS_PROPERTY) == "1"
     spark.catalog.refreshTable(log_name)
     log = spark.table(log_name)
-    wm_row = log.where(F.col("_cdc_bucket") == TRUNCATE_BUCKET).agg(F.max("seq").alias("wm")).first()
-    truncate_seq = wm_row["wm"] if wm_row else None
+    truncate_seq = None  # the watermark: the newest logged truncate (most logs have none: no job)
+    if _bucket_has_files(spark, log_name, TRUNCATE_BUCKET):
+        wm_row = log.where(F.col("_cdc_bucket") == TRUNCATE_BUCKET).agg(F.max("seq").alias("wm")).first()
+        truncate_seq = wm_row["wm"] if wm_row else None
     full = full_refresh or truncates > 0 or not keyed  # not keyed: rows without _cdc_key, rewritten once
     # a log holding only this batch (a table's first batch): every logged key is affected and every key
     # change is among the events read, so there is nothing to search and no key set to join
     whole_log = not full and _only_batch(spark, log_name, batch_id)
     # row state: keys whose events all follow their current row fold onto it, without their log
     in_order: set[str] = set()
-    state_rows = None
+    state_rows = table_arrow = None
     if (
         in_driver
         and key_set
@@ -243,7 +246,13 @@ def compact_table(
     ):
         candidates = candidate_keys(good_arrow)
         if candidates:
-            state_rows = _current_rows(spark, name, candidates, buckets)
+            # a small table is read whole, once: the rows of the candidates, and the rows a bucket
+            # overwrite passes through (no second scan in Spark)
+            if int(_head_summary(spark, name).get("total-records", limit + 1)) <= limit:
+                table_arrow = spark.table(name).toArrow()
+                state_rows = table_arrow.filter(pc.is_in(table_arrow["_cdc_key"], pa.array(sorted(candidates))))
+            else:
+                state_rows = _current_rows(spark, name, candidates, buckets)
             seqs = dict(zip(state_rows["_cdc_key"].to_pylist(), state_rows["_cdc_seq"].to_pylist(), strict=True))
             in_order = in_order_keys(good_arrow, candidates, seqs, truncate_seq)
             key_set -= in_order
@@ -313,13 +322,19 @@ def compact_table(
         else:  # every key folds onto its row: no log is read
             logged_arrow = LOG_SCHEMA.empty_table()
         rows_arrow = None
-        if logged_arrow.num_rows <= limit and mode != MERGE_ON_READ and not keyed:
+        if logged_arrow.num_rows <= limit and mode != MERGE_ON_READ and table_arrow is not None:
+            # the small table read above: its rewritten buckets, less the rows the row-state fold gives
+            in_buckets = pc.is_in(table_arrow["_cdc_bucket"], pa.array(rewrite_buckets, pa.int32()))
+            not_state = pc.invert(pc.is_in(table_arrow["_cdc_key"], pa.array(sorted(in_order), pa.string())))
+            rows_arrow = table_arrow.filter(pc.and_(in_buckets, not_state))
+        elif logged_arrow.num_rows <= limit and mode != MERGE_ON_READ and not keyed:
             rows_arrow = spark.table(name).where(F.col("_cdc_bucket").isin(rewrite_buckets)).limit(limit + 1).toArrow()
+        # keyed, no rows read: the fold gives the affected keys' rows and gone markers; the buckets' other
+        # rows pass through in Spark (_kept_rows), not through the driver
+        kept_in_spark = mode != MERGE_ON_READ and keyed and rows_arrow is None
         if logged_arrow.num_rows <= limit and (rows_arrow is None or rows_arrow.num_rows <= limit):
             fault_point("compact:before-write")
-            # keyed: the fold gives the affected keys' rows and gone markers; the bucket's other rows pass
-            # through in Spark (_kept_rows), not through the driver
-            markers = mode == MERGE_ON_READ or keyed
+            markers = mode == MERGE_ON_READ or kept_in_spark
             folded_arrow = fold_part(logged_arrow, rows_arrow, markers=markers, **fold_args)
             if in_order:
                 batch_events = good_arrow.filter(pc.is_in(good_arrow["_key"], pa.array(sorted(in_order))))
@@ -341,7 +356,7 @@ def compact_table(
         else:
             rows_out = folded_arrow.filter(pc.equal(kinds, "row")).drop_columns(["_cdc_kind", "_cdc_info"])
             source = _to_frame(spark, rows_out, f"{_table_ddl(columns)}, {META_DDL}")
-            if keyed:
+            if kept_in_spark:
                 folded_keys = folded_arrow.filter(pc.is_in(kinds, pa.array(["row", "gone"])))["_cdc_key"]
                 source = source.union(
                     _kept_rows(spark, name, rewrite_buckets, set(folded_keys.to_pylist()), truncate_seq, columns)

@@ -1,0 +1,32 @@
+"""A table's ``main`` lineage reads the same, walked snapshot by snapshot or from its metadata JSON."""
+
+from __future__ import annotations
+
+import pytest
+
+from cdclake.compaction import lineage
+from cdclake.tables import BATCH_PROPERTY
+
+pytestmark = pytest.mark.spark
+
+
+def test_a_long_lineage_from_metadata_equals_the_walk(spark, monkeypatch):
+    name = "lake.lineage_test.t"
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS lake.lineage_test")
+    spark.sql(f"CREATE TABLE {name} (a int) USING iceberg")
+    for i in range(6):
+        spark.createDataFrame([(i,)], "a int").writeTo(name).option(
+            f"snapshot-property.{BATCH_PROPERTY}", f"b{i}"
+        ).append()
+    spark.sql(f"ALTER TABLE {name} CREATE BRANCH side")  # a commit off main is not in its lineage
+    spark.createDataFrame([(9,)], "a int").writeTo(f"{name}.branch_side").option(
+        f"snapshot-property.{BATCH_PROPERTY}", "off-main"
+    ).append()
+    spark.catalog.refreshTable(name)
+    monkeypatch.setattr(lineage, "WALK_SNAPSHOTS", 10_000)
+    walked = lineage._lineage(spark, name)
+    monkeypatch.setattr(lineage, "WALK_SNAPSHOTS", 2)
+    from_json = lineage._lineage(spark, name)
+    assert [r["batch"] for r in walked] == [f"b{i}" for i in reversed(range(6))]
+    assert from_json == walked
+    assert lineage._snapshot_info(spark, name) == {f"b{i}" for i in range(6)}
