@@ -176,7 +176,7 @@ def compact_table(
     # else: a crash between the table's commit and the history commit; the fold is redone for the history only
 
     # 1. this batch's events -> change-log rows (or quarantine) -> appended once
-    events = spark.read.parquet(str(batch_dir / "changelog")).where(F.col("table") == source_table)
+    events = _batch_events(spark, batch_dir / "changelog", source_table)
     quarantine_dir = batch_dir / "quarantine" / "compact" / layout["identifier"]
     limit = driver_fold_rows()
     expected = _table_events(batch_dir, source_table)
@@ -440,6 +440,23 @@ def compact_table(
         "log_files_total": int(log_summary.get("total-data-files", 0)),  # small files pile up here: maintenance
         "committed_at": dt.datetime.now(dt.UTC).isoformat(),
     }
+
+
+def _batch_events(spark, changelog: Path, source_table: str):
+    """This batch's events of ``source_table``: its partition folder of the change log read alone.
+
+    Reading the whole folder and filtering lists every table's folder first (a Spark listing job once there
+    are more than 32): 0.73-1.0 s per table with 300 tables, against 0.08 s for its own folder.
+    """
+    from pyspark.sql import functions as F
+
+    jvm = getattr(spark, "_jvm", None)
+    if jvm is not None:
+        escaped = jvm.org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils.escapePathName(source_table)
+        folder = changelog / f"table={escaped}"
+        if folder.is_dir():
+            return spark.read.parquet(str(folder)).withColumn("table", F.lit(source_table))
+    return spark.read.parquet(str(changelog)).where(F.col("table") == source_table)
 
 
 def _current_rows(spark, name: str, keys: set[str], buckets: int) -> pa.Table:
