@@ -67,8 +67,9 @@ def _sql_string(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def _table_ddl(columns: list[tuple[str, str]]) -> str:
-    return ", ".join(f"{quote_ident(n)} {canonical_type(t)}" for n, t in columns)
+def _table_ddl(columns: list[tuple[str, str]], *extra: str) -> str:
+    """Column DDL, then ``extra`` (the meta columns): a table a truncate-only batch creates has no data columns."""
+    return ", ".join([*(f"{quote_ident(n)} {canonical_type(t)}" for n, t in columns), *extra])
 
 
 def _properties(spark, name: str) -> dict[str, str]:
@@ -110,7 +111,7 @@ def ensure_tables(spark, source_table: str, layout: dict[str, Any], buckets: int
     }
     if not spark.catalog.tableExists(name):
         main_props = {**common, "cdclake.buckets": str(buckets), ROW_KEYS_PROPERTY: "1", **MOR_PROPERTIES}
-        _create(spark, name, f"{_table_ddl(columns)}, {META_DDL}", main_props)
+        _create(spark, name, _table_ddl(columns, META_DDL), main_props)
     props = _properties(spark, name)
     owner = props.get(SOURCE_TABLE_PROPERTY)
     if owner and owner != source_table:
@@ -134,9 +135,7 @@ def ensure_tables(spark, source_table: str, layout: dict[str, Any], buckets: int
     if layout.get("scd2"):
         hist = name + HISTORY_SUFFIX
         if not spark.catalog.tableExists(hist):
-            _create(
-                spark, hist, f"{_table_ddl(columns)}, {HISTORY_META_DDL}", {**common, "cdclake.buckets": str(buckets)}
-            )
+            _create(spark, hist, _table_ddl(columns, HISTORY_META_DDL), {**common, "cdclake.buckets": str(buckets)})
         present = {f.name for f in spark.table(hist).schema.fields}
         new = [(n, t) for n, t in columns if n not in present]
         if new:

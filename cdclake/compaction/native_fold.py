@@ -169,7 +169,7 @@ def _out_schema_aliased(columns: list[tuple[str, str]]) -> pa.Schema:
 def fold_native(events, columns: list[tuple[str, str]], batch_id: str, truncate_seq: str | None):
     """The folded rows (``row`` / ``gone`` / ``stats``, data columns under their aliases) of keys
     without key changes: the same rows :func:`cdclake.compaction.folding.fold_part` gives them."""
-    out_ddl = f"{_table_ddl(list(zip(_aliases(columns), [t for _, t in columns], strict=True)))}, {META_DDL}"
+    out_ddl = _table_ddl(list(zip(_aliases(columns), [t for _, t in columns], strict=True)), META_DDL)
     out_ddl += ", _cdc_kind string, _cdc_info string"
     text = fold_text(events, columns, batch_id, truncate_seq)
     return text.mapInArrow(lambda it: typed_rows(it, columns), out_ddl)

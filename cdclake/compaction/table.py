@@ -180,7 +180,10 @@ def compact_table(
     quarantine_dir = batch_dir / "quarantine" / "compact" / layout["identifier"]
     limit = driver_fold_rows()
     expected = _table_events(batch_dir, source_table)
-    in_driver = expected is not None and expected <= limit
+    # a table without its key columns (made by a truncate-only batch, or keys that name no column) has no
+    # keyed row in its log: every row event is quarantined, and the fold has nothing to distribute
+    keyless = not set(keys) <= set(types)
+    in_driver = expected is not None and (expected <= limit or keyless)
     if in_driver:  # routed here: one job reads the events, nothing is written or counted by Spark
         ev_arrow = events.toArrow()
         routed_arrow = pa.Table.from_batches(
@@ -348,14 +351,14 @@ def compact_table(
         for info in folded_arrow.filter(pc.equal(kinds, "stats"))["_cdc_info"].to_pylist():
             for k, v in json.loads(info).items():
                 stats[k] += v
-        out_ddl = f"{_table_ddl(columns)}, {META_DDL}, _cdc_kind string"
+        out_ddl = _table_ddl(columns, META_DDL, "_cdc_kind string")
         if mode == MERGE_ON_READ:
             picked = folded_arrow.filter(pc.is_in(kinds, pa.array(["row", "gone"]))).drop_columns(["_cdc_info"])
             merge_buckets = sorted({b for b in picked["_cdc_bucket"].to_pylist()})
             source = _to_frame(spark, picked, out_ddl)
         else:
             rows_out = folded_arrow.filter(pc.equal(kinds, "row")).drop_columns(["_cdc_kind", "_cdc_info"])
-            source = _to_frame(spark, rows_out, f"{_table_ddl(columns)}, {META_DDL}")
+            source = _to_frame(spark, rows_out, _table_ddl(columns, META_DDL))
             if kept_in_spark:
                 folded_keys = folded_arrow.filter(pc.is_in(kinds, pa.array(["row", "gone"])))["_cdc_key"]
                 source = source.union(
@@ -539,7 +542,7 @@ def _fold_on_workers(
     names, aliases = [n for n, _ in columns], _aliases(columns)
     aliased = list(zip(aliases, [t for _, t in columns], strict=True))
     alias_keys = [aliases[names.index(k)] for k in keys]
-    out_ddl = f"{_table_ddl(aliased)}, {META_DDL}, _cdc_kind string, _cdc_info string"
+    out_ddl = _table_ddl(aliased, META_DDL, "_cdc_kind string, _cdc_info string")
 
     def fold_events(ev: pa.Table) -> pa.Table:
         return _renamed(fold_part(ev, None, markers=True, **fold_args), aliases)
@@ -556,9 +559,7 @@ def _fold_on_workers(
         folded = ev_parted.groupBy("_cdc_part").applyInArrow(fold_events, out_ddl)
     else:
         current = spark.table(name).where(F.col("_cdc_bucket").isin(rewrite_buckets))
-        current = _with_part(
-            _aliased(current, columns, META_NAMES), part_of, alias_keys, f"{_table_ddl(aliased)}, {META_DDL}"
-        )
+        current = _with_part(_aliased(current, columns, META_NAMES), part_of, alias_keys, _table_ddl(aliased, META_DDL))
 
         def fold(ev: pa.Table, rows: pa.Table) -> pa.Table:
             return _renamed(fold_part(ev, _renamed(rows, names), **fold_args), aliases)
@@ -647,7 +648,7 @@ def _write_history(
     names, aliases = [n for n, _ in columns], _aliases(columns)
     alias_keys = [aliases[names.index(k)] for k in keys]
     current = spark.table(hist).where(F.col("_cdc_bucket").isin(affected_buckets))
-    ddl = f"{_table_ddl(list(zip(aliases, [t for _, t in columns], strict=True)))}, {HISTORY_META_DDL}"
+    ddl = _table_ddl(list(zip(aliases, [t for _, t in columns], strict=True)), HISTORY_META_DDL)
     current = _with_part(_aliased(current, columns, HISTORY_META_NAMES), part_of, alias_keys, ddl)
 
     def fold(ev: pa.Table, rows: pa.Table) -> pa.Table:

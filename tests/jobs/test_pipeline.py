@@ -97,6 +97,23 @@ def test_truncate_key_change_and_quarantine(spark, warehouse, tmp_path):
     assert summaries[0]["cdclake.truncate-watermark"].endswith("12")
 
 
+@pytest.mark.parametrize("driver_fold_rows", ["5000", "0"], ids=["driver", "workers"])
+def test_a_table_first_seen_in_a_truncate_only_batch(spark, warehouse, tmp_path, monkeypatch, driver_fold_rows):
+    """A truncate is the first thing we hear of a table (found by the merge law test): the table is created
+    with only its meta columns, the watermark holds, and a later batch adds the columns and its rows."""
+    monkeypatch.setenv("CDCLAKE_DRIVER_FOLD_ROWS", driver_fold_rows)
+    t = f"PIPE.FIRST_TRUNCATE_{driver_fold_rows}"
+    r1 = apply(spark, warehouse, [write(tmp_path / "t1.json", [gg(t, "T", 20)])], keys="id")
+    assert r1["balanced"] and read_rows(warehouse, t) == [], r1
+    f2 = write(
+        tmp_path / "t2.json",
+        [gg(t, "I", 21, after={"id": 1, "v": "after"}), gg(t, "I", 19, after={"id": 2, "v": "before the truncate"})],
+    )
+    r2 = apply(spark, warehouse, [f2], keys="id")
+    assert (r2["applied"], r2["stale"]) == (1, 1) and r2["balanced"], r2
+    assert read_rows(warehouse, t) == [{"id": 1, "v": "after"}]
+
+
 def test_one_row_change_rewrites_a_small_fraction_of_the_files(spark, warehouse, tmp_path):
     t = "PIPE.BIG"
     rows = [gg(t, "I", i, after={"id": i, "v": f"row {i}"}) for i in range(1, 401)]
