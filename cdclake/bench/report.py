@@ -135,19 +135,16 @@ def render(results: dict[str, Any]) -> str:
             f"| {_mib(mem, 'workers_total_mib')} | {mem.get('decode', {}).get('worker_max_mib', 0)} |"
         )
     if results.get("naive"):
-        out += [
-            "",
-            "## Naive baseline",
-            "",
+        out += _section(
+            "Naive baseline",
             "`spark.read.json`, `row_number()` over the key ordered by the source position, keep the last, drop "
             "deletes, overwrite each table. Rows are compared on the key and the columns whose JSON value is the "
             "plain value (the naive job decodes no Kafka Connect or epoch types); *wrong* = missing, extra or "
             "different from the stream's final state.",
-            "",
             "| format | ours end-to-end s | naive s | **ours ÷ naive** | naive wrong rows | ours wrong rows "
             "| rows where ours ≠ naive | compared kinds |",
             "|---|--:|--:|--:|--:|--:|--:|---|",
-        ]
+        )
         for fmt, entry in sorted(results["naive"].items()):
             nv, ours = entry["naive_vs_expected"], entry.get("ours_vs_expected") or {}
             ours_s = entry.get("ours_s")
@@ -158,17 +155,14 @@ def render(results: dict[str, Any]) -> str:
                 f"| {_n(entry.get('rows_differing_ours_vs_naive'))} | {', '.join(entry['compared_kinds'])} |"
             )
     if results.get("merge_curve"):
-        out += [
-            "",
-            "## Incremental merge curve",
-            "",
+        out += _section(
+            "Incremental merge curve",
             "A table of N rows (seeded in bulk, see `cdclake/bench/merge_curve.py`), then batches of partial "
             "updates to random keys through the whole pipeline (goldengate-json). Files: data files the commit "
             "removed / added / the table's total.",
-            "",
             "| table rows | batch | events | wall s | files removed / added / total | buckets rewritten |",
             "|--:|---|--:|--:|---|---|",
-        ]
+        )
         for r in results["merge_curve"]:
             if r.get("batch") == "check":
                 out.append(
@@ -185,19 +179,18 @@ def render(results: dict[str, Any]) -> str:
                 )
     if results.get("history"):
         h = results["history"]
-        out += [
-            "",
-            "## 1,000 partial updates, short and long history",
-            "",
+        out += _section(
+            "1,000 partial updates, short and long history",
             f"Warm session, from landing file to committed table (stage, decode, normalize, compact): batches of "
             f"1,000 partial updates to random keys of a {h['rows']:,}-row table (goldengate-json), median of "
             f"{len(h['short_row-state_all_s'])}. Short: the table's log holds its seed only. Long: the log also "
             f"holds {h['events_per_key']} events per key from {h['history_batches']:,} earlier commits "
             f"({h.get('log_rows', 0):,} rows in {h.get('log_files', 0):,} files). Log path: one batch with row "
             "state off (`CDCLAKE_ROW_STATE=0`), every key refolded from its change log.",
-            "",
             "| history | wall s (median) | all runs s | fold |",
             "|---|--:|---|---|",
+        )
+        out += [
             f"| short | {h['short_row-state_s']} | {h['short_row-state_all_s']} | {h['short_row-state_fold']} |",
             f"| long | {h['long_row-state_s']} | {h['long_row-state_all_s']} | {h['long_row-state_fold']} |",
             f"| long, log path | {h['long_log_s']} | {h['long_log_all_s']} | {h['long_log_fold']} |",
@@ -206,17 +199,14 @@ def render(results: dict[str, Any]) -> str:
         ]
     if results.get("many_tables"):
         m = results["many_tables"]
-        out += [
-            "",
-            "## Tables per batch (one application)",
-            "",
+        out += _section(
+            "Tables per batch (one application)",
             "One warm Spark session, the local pipeline (`run_batch`): a batch of 5 inserts into each of N new "
             "tables (creates them), then a batch of 5 updates to each (steady state). Extra table = slope between "
             "the smallest and largest N.",
-            "",
             "| tables | new-tables batch s | steady batch s | balanced |",
             "|--:|--:|--:|---|",
-        ]
+        )
         for r in m["runs"]:
             ok = r.get("create_balanced") and r.get("steady_balanced")
             out.append(f"| {r['tables']} | {r['create_s']} | {r['steady_s']} | {ok} |")
@@ -275,6 +265,11 @@ def render(results: dict[str, Any]) -> str:
             "```",
         ]
     return "\n".join(out) + "\n"
+
+
+def _section(title: str, text: str, header: str, rule: str) -> list[str]:
+    """The lines that open a report section: its title, what it measures, its table's header and rule."""
+    return ["", f"## {title}", "", text, "", header, rule]
 
 
 def _load(value: Any) -> str:

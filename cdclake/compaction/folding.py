@@ -95,6 +95,21 @@ def fold_part(
         row["_cdc_key"] = key  # rows written before _cdc_key existed get theirs here
         row["_cdc_kind"], row["_cdc_info"] = "row", None
         out.append(row)
+    return folded_output(out, state, affected, stats, columns=columns, buckets=buckets, markers=markers)
+
+
+def folded_output(
+    out: list[dict[str, Any]],
+    state: dict[str, dict[str, Any]],
+    affected: set[str],
+    stats: Any,
+    *,
+    columns: list[tuple[str, str]],
+    buckets: int,
+    markers: bool,
+) -> pa.Table:
+    """``out`` (rows passed through) + the folded ``state`` as ``row``s, a ``gone`` marker per affected key
+    left without a row (with ``markers``), and one ``stats`` row: what every fold hands the commit."""
     for key, row in state.items():
         row["_cdc_bucket"], row["_cdc_key"] = bucket_of(key, buckets), key
         row["_cdc_kind"], row["_cdc_info"] = "row", None

@@ -17,15 +17,14 @@ whole history. Every other key goes through the log (docs/decisions.md, "Row sta
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from typing import Any
 
 import pyarrow as pa
 
-from cdclake.compaction.folding import _out_schema
+from cdclake.compaction.folding import folded_output
 from cdclake.compaction.routing import _prepare_row
-from cdclake.merge import apply_events, bucket_of
+from cdclake.merge import apply_events
 from cdclake.schema_evolution import ColumnMap
 
 
@@ -79,16 +78,4 @@ def fold_onto_rows(
     touched = set(state)
     prepared = [_prepare_row(row, keys, types, cmap) for row in events.to_pylist()]
     stats = apply_events(state, prepared, names, batch_id)
-    out = []
-    for key, row in state.items():
-        row["_cdc_bucket"], row["_cdc_key"] = bucket_of(key, buckets), key
-        row["_cdc_kind"], row["_cdc_info"] = "row", None
-        out.append(row)
-    gone = sorted(touched - set(state))
-    out.extend(
-        {"_cdc_key": key, "_cdc_bucket": bucket_of(key, buckets), "_cdc_kind": "gone", "_cdc_info": None}
-        for key in gone
-    )
-    info = {"applied": stats.applied, "stale": stats.stale, "deleted_keys": len(gone)}
-    out.append({"_cdc_kind": "stats", "_cdc_info": json.dumps(info)})
-    return pa.Table.from_pylist(out, schema=_out_schema(columns))
+    return folded_output([], state, touched, stats, columns=columns, buckets=buckets, markers=True)
