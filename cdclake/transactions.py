@@ -45,18 +45,27 @@ def held_output(batch_dir: Path) -> Path:
     return batch_dir.parent / HELD_DIR / batch_dir.name
 
 
-def split_incomplete(spark, events, carried):
+def tx_mark():
+    """True on an event that marks a transaction's bounds: only then can a transaction be incomplete."""
+    from pyspark.sql import functions as F
+
+    return F.col("tx_last").isNotNull() | F.col("op").isin("TX_END", "TX_BEGIN")
+
+
+def split_incomplete(spark, events, carried, marked: bool | None = None):
     """(events to apply now, events to hold) from this batch's events plus carried ones.
 
-    ``carried`` rows have ``_held_age`` >= 1; this batch's rows get 0.
+    ``carried`` rows have ``_held_age`` >= 1; this batch's rows get 0. ``marked``: whether any event
+    is a :func:`tx_mark`, when the caller has counted them (else one job finds out).
     """
     from pyspark.sql import functions as F
 
     events = events.withColumn("_held_age", F.lit(0))
     if carried is not None:
         events = events.unionByName(carried.withColumn("_held_age", F.col("_held_age") + 1))
-    marks = events.where(F.col("tx_last").isNotNull() | F.col("op").isin("TX_END", "TX_BEGIN"))
-    if not marks.limit(1).count():
+    if marked is None:
+        marked = bool(events.where(tx_mark()).limit(1).count())
+    if not marked:
         return events.drop("_held_age"), None
     done = (
         events.where(F.col("tx_id").isNotNull() & ((F.col("tx_last") == True) | (F.col("op") == "TX_END")))  # noqa: E712

@@ -23,7 +23,7 @@ from cdclake.jobs.decode import DECODED_SPARK_DDL
 from cdclake.naming import column_name_problem, iceberg_identifier, spark_table_name
 from cdclake.schema_changes import ADD_COLUMN, SchemaChange
 from cdclake.schema_evolution import HISTORY_PROPERTY, column_map, evolve_columns, parse_history
-from cdclake.transactions import held_inputs, held_output, split_incomplete
+from cdclake.transactions import held_inputs, held_output, split_incomplete, tx_mark
 
 #: ``meta`` of a TRUNCATE that came from a ``TRUNCATE TABLE`` statement (counted with its DDL event).
 DDL_TRUNCATE_META = '{"from_ddl":true}'
@@ -150,6 +150,22 @@ def _translate_seen(
     return [(n, k, h) for n, (k, h) in out.items()]
 
 
+def _grouped(events) -> list[Any]:
+    """One job: per table and op, the count, the first keys, the newest event time and the transaction marks."""
+    from pyspark.sql import functions as F
+
+    return (
+        events.groupBy("table", "op")
+        .agg(
+            F.count(F.lit(1)).alias("count"),
+            F.first("keys", ignorenulls=True).alias("keys"),
+            F.max("event_ts").alias("newest"),
+            F.count(F.when(tx_mark(), 1)).alias("marks"),
+        )
+        .collect()
+    )
+
+
 def run(spark, batch_dir: str | Path) -> dict[str, Any]:
     from pyspark.sql import functions as F
 
@@ -182,25 +198,24 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
             *[str(d) for d in carried_dirs]
         )
         report["carried_in"] = carried.count()
-    events, hold = split_incomplete(spark, events, carried)
+    grouped = None
+    if carried is None:  # the counts of this batch's events also say whether a transaction can be incomplete
+        events = events.persist()
+        grouped = _grouped(events)
+        marked = any(r["marks"] for r in grouped)
+    else:
+        marked = None
+    events, hold = split_incomplete(spark, events, carried, marked)
     if hold is not None:
         hold.write.mode("overwrite").parquet(str(held_output(batch_dir)))
         report["held"] = spark.read.parquet(str(held_output(batch_dir))).count()
-    events = events.persist()
+    if grouped is None or hold is not None:  # counted again: what is applied now
+        events = events.persist()
+        grouped = _grouped(events)
 
-    # one job for the per-table counts, the per-op counts and the newest heartbeat
     per_table: dict[str, dict[str, Any]] = {}
     op_counts: dict[str, dict[str, int]] = {}
     heartbeat = None
-    grouped = (
-        events.groupBy("table", "op")
-        .agg(
-            F.count(F.lit(1)).alias("count"),
-            F.first("keys", ignorenulls=True).alias("keys"),
-            F.max("event_ts").alias("newest"),
-        )
-        .collect()
-    )
     for r in sorted(grouped, key=lambda r: r["op"] not in ROW_OPS):  # keys from row events first
         stats = per_table.setdefault(r["table"], {"events": 0, "row_events": 0, "keys": None, "newest_event_ts": None})
         stats["events"] += r["count"]
@@ -243,13 +258,16 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
         hint = json.loads(r["hints"]).get(r["col"]) if r["hints"] else None
         seen.setdefault(r["table"], []).append((tuple(r["first"]), r["col"], set(r["kinds"]), hint))
 
-    # Schema changes (SCHEMA / DDL events), in event order, against each table's lake columns.
-    schema_rows = [
-        r.asDict()
-        for r in events.where(F.col("op").isin("SCHEMA", "DDL"))
-        .select("table", "op", "seq", "event_ts", "keys", "ddl", "meta", "source_file", "source_offset")
-        .collect()
-    ]
+    # Schema changes (SCHEMA / DDL events), in event order, against each table's lake columns (no job
+    # when the counts show none).
+    schema_rows = []
+    if any(op in ("SCHEMA", "DDL") for ops in op_counts.values() for op in ops):
+        schema_rows = [
+            r.asDict()
+            for r in events.where(F.col("op").isin("SCHEMA", "DDL"))
+            .select("table", "op", "seq", "event_ts", "keys", "ddl", "meta", "source_file", "source_offset")
+            .collect()
+        ]
     state: dict[str, tuple[str, list[tuple[str, str]] | None, list[dict[str, Any]]]] = {}
 
     def table_state(source_table: str):
