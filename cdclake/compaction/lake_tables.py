@@ -76,12 +76,21 @@ def _properties(spark, name: str) -> dict[str, str]:
     return {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {name}").collect()}
 
 
-def _create(spark, name: str, ddl: str, props: dict[str, str]) -> None:
+def _create(spark, name: str, ddl: str, props: dict[str, str], if_not_exists: bool = True) -> bool:
+    """``CREATE TABLE``; without ``if_not_exists``, False when another session created it first."""
     props_sql = ", ".join(f"{_sql_string(k)}={_sql_string(v)}" for k, v in props.items())
-    spark.sql(
-        f"CREATE TABLE IF NOT EXISTS {name} ({ddl}) USING iceberg PARTITIONED BY (_cdc_bucket) "
-        f"TBLPROPERTIES ({props_sql})"
-    )
+    try:
+        spark.sql(
+            f"CREATE TABLE {'IF NOT EXISTS ' if if_not_exists else ''}{name} ({ddl}) USING iceberg "
+            f"PARTITIONED BY (_cdc_bucket) TBLPROPERTIES ({props_sql})"
+        )
+    except Exception:
+        # another session won the race (Spark's TABLE_OR_VIEW_ALREADY_EXISTS, or the JDBC catalog's
+        # primary-key error when both checked before either inserted): the table is there, not ours
+        if if_not_exists or not spark.catalog.tableExists(name):
+            raise
+        return False
+    return True
 
 
 def ensure_namespace(spark, namespace: str) -> None:
@@ -102,16 +111,37 @@ def ensure_tables(spark, source_table: str, layout: dict[str, Any], buckets: int
     """
     name = layout["spark_name"]
     columns = [tuple(c) for c in layout["columns"]]
-    ensure_namespace(spark, name.rsplit(".", 1)[0])
     common = {
         "format-version": "2",
         SOURCE_TABLE_PROPERTY: source_table,
         "cdclake.keys": ",".join(layout["keys"]),
         "write.parquet.compression-codec": "zstd",
     }
+    created = False
     if not spark.catalog.tableExists(name):
+        ensure_namespace(spark, name.rsplit(".", 1)[0])
         main_props = {**common, "cdclake.buckets": str(buckets), ROW_KEYS_PROPERTY: "1", **MOR_PROPERTIES}
-        _create(spark, name, _table_ddl(columns, META_DDL), main_props)
+        created = _create(spark, name, _table_ddl(columns, META_DDL), main_props, if_not_exists=False)
+    if created:  # made here just now, as it should be: no checks (each costs a catalog round trip)
+        _create(spark, name + LOG_SUFFIX, LOG_DDL, {**common, "cdclake.buckets": str(buckets)})
+    else:
+        buckets = _checked(spark, name, source_table, columns, common, buckets)
+    if layout.get("scd2"):
+        hist = name + HISTORY_SUFFIX
+        if not spark.catalog.tableExists(hist):
+            _create(spark, hist, _table_ddl(columns, HISTORY_META_DDL), {**common, "cdclake.buckets": str(buckets)})
+        present = {f.name for f in spark.table(hist).schema.fields}
+        new = [(n, t) for n, t in columns if n not in present]
+        if new:
+            spark.sql(f"ALTER TABLE {hist} ADD COLUMNS ({_table_ddl(new)})")
+    return buckets
+
+
+def _checked(
+    spark, name: str, source_table: str, columns: list[tuple[str, str]], common: dict[str, str], buckets: int
+) -> int:
+    """An existing table: its owner checked, new columns and missing properties added, its log created if
+    missing; returns its bucket count."""
     props = _properties(spark, name)
     owner = props.get(SOURCE_TABLE_PROPERTY)
     if owner and owner != source_table:
@@ -132,14 +162,6 @@ def ensure_tables(spark, source_table: str, layout: dict[str, Any], buckets: int
         spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ({pairs})")
     if not spark.catalog.tableExists(name + LOG_SUFFIX):
         _create(spark, name + LOG_SUFFIX, LOG_DDL, {**common, "cdclake.buckets": str(buckets)})
-    if layout.get("scd2"):
-        hist = name + HISTORY_SUFFIX
-        if not spark.catalog.tableExists(hist):
-            _create(spark, hist, _table_ddl(columns, HISTORY_META_DDL), {**common, "cdclake.buckets": str(buckets)})
-        present = {f.name for f in spark.table(hist).schema.fields}
-        new = [(n, t) for n, t in columns if n not in present]
-        if new:
-            spark.sql(f"ALTER TABLE {hist} ADD COLUMNS ({_table_ddl(new)})")
     return buckets
 
 

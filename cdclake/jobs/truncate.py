@@ -99,7 +99,7 @@ def run(spark, batch_dir: str | Path, buckets: int = 16, tables: list[str] | Non
     batch_dir = Path(batch_dir)
     manifest = read_manifest(batch_dir)
     layouts = json.loads((batch_dir / "tables.json").read_text())
-    rows = _truncate_rows(spark, batch_dir)
+    rows = _truncate_rows(spark, batch_dir) if has_truncates(batch_dir) else None  # none: no Spark job
     report: dict[str, Any] = {}
     if rows is not None:
         found = sorted({r["table"] for r in rows.select("table").distinct().collect()})

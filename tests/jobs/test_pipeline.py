@@ -114,6 +114,23 @@ def test_a_table_first_seen_in_a_truncate_only_batch(spark, warehouse, tmp_path,
     assert read_rows(warehouse, t) == [{"id": 1, "v": "after"}]
 
 
+def test_two_source_tables_of_one_lake_identifier_are_refused(spark, warehouse, tmp_path):
+    """``PIPE.DUP`` and ``pipe.dup`` both map to ``lake.pipe.dup``: the second never writes into the first's
+    table, whether it comes in a later batch or in the same one (tables compact side by side)."""
+    from cdclake.compaction.runner import CompactFailed
+
+    apply(
+        spark, warehouse, [write(tmp_path / "d1.json", [gg("PIPE.DUP", "I", 1, after={"id": 1, "v": "a"})])], keys="id"
+    )
+    with pytest.raises(CompactFailed, match="two source names map to one identifier"):
+        apply(spark, warehouse, [write(tmp_path / "d2.json", [gg("pipe.dup", "I", 2, after={"id": 2})])], keys="id")
+    both = [gg("PIPE.DUP2", "I", 3, after={"id": 3}), gg("pipe.dup2", "I", 4, after={"id": 4})]
+    with pytest.raises(CompactFailed, match="two source names map to one identifier"):
+        apply(spark, warehouse, [write(tmp_path / "d3.json", both)], keys="id")
+    assert read_rows(warehouse, "PIPE.DUP") == [{"id": 1, "v": "a"}]
+    assert len(read_rows(warehouse, "PIPE.DUP2")) == 1  # one of the two wins the table, the other is refused
+
+
 def test_one_row_change_rewrites_a_small_fraction_of_the_files(spark, warehouse, tmp_path):
     t = "PIPE.BIG"
     rows = [gg(t, "I", i, after={"id": i, "v": f"row {i}"}) for i in range(1, 401)]
