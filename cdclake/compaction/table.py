@@ -304,7 +304,7 @@ def compact_table(
     if full or read_snapshot is None or main_done:
         mode, rewrite_buckets = OVERWRITE, affected_buckets
     else:
-        mode, rewrite_buckets = _choose_mode(spark, name, props, affected_buckets, buckets)
+        mode, rewrite_buckets = _choose_mode(spark, name, props, affected_buckets, buckets, _head_summary(spark, name))
 
     fold_args = {
         "keys": keys,
