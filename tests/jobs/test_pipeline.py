@@ -131,6 +131,32 @@ def test_two_source_tables_of_one_lake_identifier_are_refused(spark, warehouse, 
     assert len(read_rows(warehouse, "PIPE.DUP2")) == 1  # one of the two wins the table, the other is refused
 
 
+@pytest.mark.parametrize("bucket_read_rows", [0, 200_000], ids=["semi-join", "bucket-read"])
+def test_a_small_batch_on_a_larger_table_folds_onto_the_rows_it_reads(
+    spark, warehouse, tmp_path, monkeypatch, bucket_read_rows
+):
+    """The table holds more rows than the driver reads whole (bound 4 here): the current rows of the batch's
+    keys are read by key (semi-join, or whole buckets filtered in Arrow) and the partial updates land on them."""
+    from cdclake.compaction import table as compaction_table
+
+    monkeypatch.setenv("CDCLAKE_DRIVER_FOLD_ROWS", "4")
+    monkeypatch.setattr(compaction_table, "BUCKET_READ_ROWS", bucket_read_rows)
+    t = f"PIPE.LARGER_{bucket_read_rows}"
+    seed = [gg(t, "I", i, after={"id": i, "name": f"n{i}", "qty": i}) for i in range(1, 11)]
+    apply(spark, warehouse, [write(tmp_path / "l1.json", seed)], keys="id")  # 10 events: folded on workers
+    updates = [
+        gg(t, "U", 11, before={"id": 2}, after={"id": 2, "qty": 20}),
+        gg(t, "U", 12, before={"id": 7}, after={"id": 7, "name": "seven"}),
+        gg(t, "U", 13, before={"id": 2}, after={"id": 2, "name": "two"}),
+    ]
+    r = apply(spark, warehouse, [write(tmp_path / "l2.json", updates)], keys="id")
+    assert r["tables"][t]["fold"] == "driver, 2 keys onto their rows", r["tables"][t]
+    rows = {row["id"]: row for row in read_rows(warehouse, t)}
+    assert len(rows) == 10
+    assert rows[2] == {"id": 2, "name": "two", "qty": 20} and rows[7] == {"id": 7, "name": "seven", "qty": 7}
+    assert rows[5] == {"id": 5, "name": "n5", "qty": 5}
+
+
 def test_one_row_change_rewrites_a_small_fraction_of_the_files(spark, warehouse, tmp_path):
     t = "PIPE.BIG"
     rows = [gg(t, "I", i, after={"id": i, "v": f"row {i}"}) for i in range(1, 401)]
