@@ -8,10 +8,11 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.cdclake-installed
 JARS_STAMP := .jars/.fetched
+JVM_ARCHIVE := .jars/spark-driver.jsa
 
 .PHONY: setup demo test stack-test lint bench bench-monitoring clean check-java test-deps
 
-setup: check-java $(STAMP) $(JARS_STAMP)
+setup: check-java $(STAMP) $(JARS_STAMP) $(JVM_ARCHIVE)
 
 check-java:
 	@bash scripts/check_java.sh
@@ -38,6 +39,11 @@ $(JARS_STAMP): jars/pom.xml
 	@command -v mvn >/dev/null || { echo "error: Maven (mvn) is needed to fetch the Iceberg/SQLite jars: apt-get install maven"; exit 1; }
 	mvn -q -B -f jars/pom.xml dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/.jars -DincludeScope=runtime
 	@touch $(JARS_STAMP)
+
+# the spark-submit driver's class-data-sharing archive (cdclake/jvm_archive.py): each batch step's JVM starts
+# about 6 s sooner; a warning, not a failure, if it cannot be built
+$(JVM_ARCHIVE): $(STAMP) $(JARS_STAMP)
+	$(PY) -m cdclake.jvm_archive
 
 demo: setup
 	$(PY) -m cdclake.demo

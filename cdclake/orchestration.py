@@ -243,11 +243,17 @@ def _spark_env() -> dict[str, str]:
 
 
 def _spark_args(settings: Settings) -> dict[str, Any]:
+    from cdclake.jvm_archive import driver_java_options
+
+    conf = {"spark.ui.enabled": "false"}
+    options = driver_java_options(settings)
+    if options:  # the default options, so a user's spark.driver.extraJavaOptions still apply
+        conf["spark.driver.defaultJavaOptions"] = options
     return {
         "conn_id": "spark_default",
         "jars": ",".join(settings.jars()) or None,
         "env_vars": _spark_env(),
-        "conf": {"spark.ui.enabled": "false"},
+        "conf": conf,
         "verbose": False,
     }
 

@@ -119,6 +119,15 @@ def jdbc_to_sqlalchemy(jdbc_uri: str, user: str | None = None, password: str | N
     )
 
 
+def _jvm_archive(env: dict[str, str]) -> Path | None:
+    """``CDCLAKE_JVM_ARCHIVE``: the archive's path, ``off`` for none; default ``<jars>/spark-driver.jsa``."""
+    value = env.get("CDCLAKE_JVM_ARCHIVE")
+    if value is not None and value.strip().lower() in ("", "0", "off", "false", "no"):
+        return None
+    default = Path(env.get("CDCLAKE_JARS", REPO_ROOT / ".jars")) / "spark-driver.jsa"
+    return Path(value or default).resolve()
+
+
 @dataclass(frozen=True)
 class Settings:
     home: Path
@@ -147,6 +156,8 @@ class Settings:
     deadline_alerts: bool = False
     #: The monitoring index the report task writes and the page reads: a folder or s3:// URI.
     monitor_index: Path | str = ""
+    #: The spark-submit driver's class-data-sharing archive (``cdclake.jvm_archive``; None: not used).
+    jvm_archive: Path | None = None
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
@@ -170,6 +181,7 @@ class Settings:
             row_state=env.get("CDCLAKE_ROW_STATE", "1").strip().lower() not in ("0", "false", "no", "off"),
             deadline_alerts=env.get("CDCLAKE_DEADLINE_ALERTS", "0").strip().lower() in ("1", "true", "yes", "on"),
             monitor_index=str(index) if is_uri(str(index)) else Path(index).resolve(),
+            jvm_archive=_jvm_archive(env),
         )
 
     def jars(self) -> list[str]:
