@@ -42,7 +42,7 @@ $(JARS_STAMP): jars/pom.xml
 
 # the spark-submit driver's class-data-sharing archive (cdclake/jvm_archive.py): each batch step's JVM starts
 # about 6 s sooner; a warning, not a failure, if it cannot be built
-$(JVM_ARCHIVE): $(STAMP) $(JARS_STAMP)
+$(JVM_ARCHIVE): $(STAMP) $(JARS_STAMP) cdclake/jvm_archive.py
 	$(PY) -m cdclake.jvm_archive
 
 demo: setup

@@ -22,30 +22,52 @@ from pathlib import Path
 
 from cdclake.settings import Settings
 
+#: HotSpot's quick JIT only (C1, no C2): a short step's JVM stops compiling hot code a second time, which
+#: on 2 cores competes with the step's own work (docs/decisions.md, "The quick JIT for small batches").
+QUICK_JIT = "-XX:TieredStopAtLevel=1"
 
-def driver_java_options(settings: Settings) -> str | None:
-    """``-XX:SharedArchiveFile=...`` when the archive exists (None: nothing to add)."""
+
+def driver_java_options(settings: Settings, staged_bytes: int | None = None) -> str | None:
+    """The driver JVM's default options: ``-XX:SharedArchiveFile=...`` when the archive exists, and the
+    quick JIT when the run's staged files (``staged_bytes``) are small enough. None: nothing to add."""
+    options = []
     archive = settings.jvm_archive
-    if archive is None or not archive.is_file():
-        return None
-    return f"-XX:SharedArchiveFile={archive}"
+    if archive is not None and archive.is_file():
+        options.append(f"-XX:SharedArchiveFile={archive}")
+    if staged_bytes is not None and staged_bytes <= settings.quick_jit_max_bytes:
+        options.append(QUICK_JIT)
+    return " ".join(options) or None
 
 
-def _warm_up(work: Path) -> None:
-    """Inside spark-submit: one small GoldenGate JSON batch through every step, in this driver JVM."""
+def warm_up_batches(spark, work: Path) -> list[dict]:
+    """Two small GoldenGate JSON batches through every step: the first creates the tables, the second
+    merges into them. The batches must commit (the demo table's keys given), or the archive misses
+    the Iceberg write path that every compact step runs."""
     from cdclake import samples
     from cdclake.local_apply import apply_files
     from cdclake.options import Options
-    from cdclake.spark import build_session
 
     warehouse = work / "warehouse"
-    spark = build_session("cdclake-jvm-archive", warehouse)
+    options = Options({"keys": ",".join(samples.KEYS)})
+    reports = []
+    for batch in (1, 2):
+        path = samples.write_goldengate_json_batch(work / "landing", batch)
+        reports.append(apply_files("goldengate-json", options, [str(path)], warehouse, spark=spark))
+    return reports
+
+
+def _warm_up(work: Path) -> None:
+    """Inside spark-submit: the warm-up batches in this driver JVM; a batch that commits nothing fails
+    the build (an archive without the write path would look fine and save little)."""
+    from cdclake.spark import build_session
+
+    spark = build_session("cdclake-jvm-archive", work / "warehouse")
     try:
-        for batch in (1, 2):  # the second batch merges into existing tables
-            path = samples.write_goldengate_json_batch(work / "landing", batch)
-            apply_files("goldengate-json", Options({}), [str(path)], warehouse, spark=spark)
+        reports = warm_up_batches(spark, work)
     finally:
         spark.stop()
+    if not all(r["applied"] for r in reports):
+        raise SystemExit(f"the warm-up batches applied nothing: {reports}")
 
 
 def build(settings: Settings) -> Path:

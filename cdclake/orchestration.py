@@ -118,7 +118,26 @@ def stage_task(source: SourceConfig, context: dict[str, Any]) -> str:
     print(f"batch {batch_id}: {len(manifest.files)} file(s) staged in {batch_dir}")
     if not manifest.files:
         raise AirflowSkipException("no new landing files")
+    ti = context.get("ti")
+    if ti is not None:  # what the run's Spark steps start their driver JVM with (STEP_JAVA_OPTIONS)
+        ti.xcom_push(key=DRIVER_OPTIONS_KEY, value=run_java_options(settings, manifest, context) or "")
     return str(batch_dir)
+
+
+#: XCom (of the stage task) with the driver JVM options of the run's Spark steps.
+DRIVER_OPTIONS_KEY = "driver_java_options"
+#: The ingest steps' ``spark.driver.defaultJavaOptions``, rendered per run: the options need the batch's size.
+STEP_JAVA_OPTIONS = f"{{{{ ti.xcom_pull(task_ids='stage', key='{DRIVER_OPTIONS_KEY}') or '' }}}}"
+
+
+def run_java_options(settings: Settings, manifest: Manifest, context: dict[str, Any]) -> str | None:
+    """The driver JVM options of a run's steps: the quick JIT only for a small batch, and never for a full
+    refresh (which rewrites whole tables from their change log, whatever the batch's size)."""
+    from cdclake.jvm_archive import driver_java_options
+
+    full_refresh = bool((context.get("params") or {}).get("full_refresh"))
+    staged = None if full_refresh else sum(f.size for f in manifest.files)
+    return driver_java_options(settings, staged)
 
 
 def affected_tables(batch_dir: str, dry_run: bool = False) -> list[str]:
@@ -242,11 +261,13 @@ def _spark_env() -> dict[str, str]:
     return env
 
 
-def _spark_args(settings: Settings) -> dict[str, Any]:
+def _spark_args(settings: Settings, per_run_options: bool = False) -> dict[str, Any]:
+    """The SparkSubmitOperator arguments of every step; ``per_run_options``: the driver JVM options come
+    from the run's stage task (STEP_JAVA_OPTIONS), else they are the same for every run."""
     from cdclake.jvm_archive import driver_java_options
 
     conf = {"spark.ui.enabled": "false"}
-    options = driver_java_options(settings)
+    options = STEP_JAVA_OPTIONS if per_run_options else driver_java_options(settings)
     if options:  # the default options, so a user's spark.driver.extraJavaOptions still apply
         conf["spark.driver.defaultJavaOptions"] = options
     return {
@@ -288,7 +309,7 @@ def build_dag(source: SourceConfig, settings: Settings, notifiers: list[Any] | N
     from cdclake.alerts import RecordRunFailure, deadline_alert
 
     dag_id = f"cdc_{source.name}"
-    spark_args = _spark_args(settings)
+    spark_args = _spark_args(settings, per_run_options=True)
     common = ["--warehouse", str(settings.warehouse), "--buckets", str(settings.buckets)]
 
     def spark_step(step: str, batch_dir, **kwargs):

@@ -158,6 +158,9 @@ class Settings:
     monitor_index: Path | str = ""
     #: The spark-submit driver's class-data-sharing archive (``cdclake.jvm_archive``; None: not used).
     jvm_archive: Path | None = None
+    #: An ingest run whose staged files add up to at most this many bytes runs its Spark steps with the
+    #: quick (C1-only) JIT: their driver JVMs are short-lived (``cdclake.jvm_archive``; 0: never).
+    quick_jit_max_bytes: int = 64 * 2**20
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
@@ -182,6 +185,7 @@ class Settings:
             deadline_alerts=env.get("CDCLAKE_DEADLINE_ALERTS", "0").strip().lower() in ("1", "true", "yes", "on"),
             monitor_index=str(index) if is_uri(str(index)) else Path(index).resolve(),
             jvm_archive=_jvm_archive(env),
+            quick_jit_max_bytes=max(0, int(env.get("CDCLAKE_QUICK_JIT_MAX_BYTES", str(64 * 2**20)))),
         )
 
     def jars(self) -> list[str]:

@@ -186,6 +186,10 @@ def test_three_formats_from_s3_then_retry_and_backfill_change_nothing(stack):
     assert detail["lake_error"] is None and detail["snapshots"][0]["batch_id"] == dbz["last"]["batch_id"]
     assert detail["history"][0]["applied"] >= 2 and detail["state"] in ("healthy", "late")  # late: 1970 events
 
+    # these small batches ran their Spark steps with the quick JIT, rendered from the stage task's XCom
+    submits = [line for line in log.read_text().splitlines() if "Spark-Submit cmd" in line]
+    assert submits and all("-XX:TieredStopAtLevel=1" in line for line in submits), submits[:2]
+
     # the secret of the AWS connection is in no log, report or XCom-bound output
     texts = [log.read_text()] + [p.read_text() for p in (home / "staging").rglob("*.json")]
     texts += [p.read_text(errors="replace") for p in (home / "airflow").rglob("*.log")]

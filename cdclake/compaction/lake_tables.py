@@ -128,8 +128,13 @@ def ensure_tables(spark, source_table: str, layout: dict[str, Any], buckets: int
         buckets = _checked(spark, name, source_table, columns, common, buckets)
     if layout.get("scd2"):
         hist = name + HISTORY_SUFFIX
+        hist_props = {**common, "cdclake.buckets": str(buckets)}
+        # with a main table made just now, try to make its history table too, without a look first; one
+        # that is there already (left from a dropped main table) is checked like any other
+        if created and _create(spark, hist, _table_ddl(columns, HISTORY_META_DDL), hist_props, if_not_exists=False):
+            return buckets
         if not spark.catalog.tableExists(hist):
-            _create(spark, hist, _table_ddl(columns, HISTORY_META_DDL), {**common, "cdclake.buckets": str(buckets)})
+            _create(spark, hist, _table_ddl(columns, HISTORY_META_DDL), hist_props)
         present = {f.name for f in spark.table(hist).schema.fields}
         new = [(n, t) for n, t in columns if n not in present]
         if new:

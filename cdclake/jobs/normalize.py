@@ -199,8 +199,9 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
         )
         report["carried_in"] = carried.count()
     grouped = None
+    raw = None
     if carried is None:  # the counts of this batch's events also say whether a transaction can be incomplete
-        events = events.persist()
+        events = raw = events.persist()
         grouped = _grouped(events)
         marked = any(r["marks"] for r in grouped)
     else:
@@ -212,6 +213,8 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
     if grouped is None or hold is not None:  # counted again: what is applied now
         events = events.persist()
         grouped = _grouped(events)
+        if raw is not None:  # the kept events are cached now: do not hold the batch in memory twice
+            raw.unpersist()
 
     per_table: dict[str, dict[str, Any]] = {}
     op_counts: dict[str, dict[str, int]] = {}

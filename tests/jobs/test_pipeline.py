@@ -191,6 +191,24 @@ def test_scd2_history_table(spark, warehouse, tmp_path):
     assert read_rows(warehouse, t) == [{"id": 1, "v": "a2"}]
 
 
+def test_scd2_history_table_left_behind_by_a_dropped_table_gets_the_new_columns(spark, warehouse, tmp_path):
+    """A new main table creates its history table without a look first; one that is there already (its main
+    table dropped by hand) is checked as before, so a column it lacks is added, not lost."""
+    from cdclake.compaction.lake_tables import HISTORY_SUFFIX, LOG_SUFFIX
+
+    t = "PIPE.HIST_LEFT"
+    opts = Options({"keys": "id"})
+    b1 = write(tmp_path / "l1.json", [gg(t, "I", 1, after={"id": 1, "v": "a"})])
+    apply_files("goldengate-json", opts, [b1], warehouse, spark=spark, scd2=[t])
+    spark.sql("DROP TABLE lake.pipe.hist_left")
+    spark.sql(f"DROP TABLE lake.pipe.hist_left{LOG_SUFFIX}")
+    b2 = write(tmp_path / "l2.json", [gg(t, "I", 2, after={"id": 2, "v": "b", "w": 7})])
+    report = apply_files("goldengate-json", opts, [b2], warehouse, spark=spark, scd2=[t])
+    assert report["balanced"], report
+    history = read_rows(warehouse, t + HISTORY_SUFFIX)
+    assert sorted((r["id"], r["v"], r["w"]) for r in history) == [(1, "a", None), (2, "b", 7)]
+
+
 def test_full_refresh_rebuilds_the_table_from_its_change_log(spark, warehouse, tmp_path):
     from cdclake.jobs import compact
 
