@@ -145,6 +145,9 @@ class Settings:
     #: A table's batch up to this many events (and logged events / current rows read by its fold) is
     #: routed and folded in the driver over Arrow; above, on Python workers (0: always on workers).
     driver_fold_rows: int = 5_000
+    #: A batch whose staged files add up to at most this many bytes is decoded in the driver, by the same
+    #: task function the Spark job runs, with no job and no Python worker to start (0: always a Spark job).
+    driver_decode_bytes: int = 4 * 2**20
     #: Keys without key changes fold in Spark SQL on the workers path (docs/decisions.md, "The fold at native
     #: speed"); off: every key through the Python reference fold (``cdclake.merge``).
     native_fold: bool = True
@@ -180,6 +183,7 @@ class Settings:
             compact_group_size=max(1, int(env.get("CDCLAKE_COMPACT_GROUP_SIZE", "200"))),
             compact_threads=max(1, int(env.get("CDCLAKE_COMPACT_THREADS", "4"))),
             driver_fold_rows=max(0, int(env.get("CDCLAKE_DRIVER_FOLD_ROWS", "5000"))),
+            driver_decode_bytes=max(0, int(env.get("CDCLAKE_DRIVER_DECODE_BYTES", str(4 * 2**20)))),
             native_fold=env.get("CDCLAKE_NATIVE_FOLD", "1").strip().lower() not in ("0", "false", "no", "off"),
             row_state=env.get("CDCLAKE_ROW_STATE", "1").strip().lower() not in ("0", "false", "no", "off"),
             deadline_alerts=env.get("CDCLAKE_DEADLINE_ALERTS", "0").strip().lower() in ("1", "true", "yes", "on"),

@@ -32,6 +32,7 @@ from cdclake.formats._gg_avro import codec_problem, ocf_header
 from cdclake.options import Options
 from cdclake.reading import GZIP_MAGIC, LandingFileError, read_landing_bytes
 from cdclake.registry import get_decoder
+from cdclake.settings import Settings
 
 #: Rows per Arrow batch written to Parquet.
 CHUNK_ROWS = 8192
@@ -336,18 +337,20 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
         write_report(batch_dir, "decode", report)
         return report
 
+    def task(items: list[tuple[int, int, str, str, int | None]]) -> dict[str, int]:
+        """One decode task over pieces ``(idx, start, name, path, end)``, in file order."""
+        items = sorted(items)
+        part = f"{items[0][0]:06d}-{items[0][1]:012d}"  # the task's first piece: the same on a retry
+        ordered = [(n, p, s, e) for _, s, n, p, e in items]
+        return decode_to_files(format_id, options, ordered, state_path, str(out), part)
+
     def decode_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         items = []
         for batch in batches:
             columns = (batch.column(c).to_pylist() for c in ("idx", "start", "name", "path", "end"))
             items.extend(zip(*columns, strict=True))
-        if not items:
-            return
-        items.sort()
-        part = f"{items[0][0]:06d}-{items[0][1]:012d}"  # the task's first piece: the same on a retry
-        ordered = [(n, p, s, e) for _, s, n, p, e in items]
-        counts = decode_to_files(format_id, options, ordered, state_path, str(out), part)
-        yield pa.RecordBatch.from_pylist([{"kind": k, "count": n} for k, n in counts.items()])
+        if items:
+            yield pa.RecordBatch.from_pylist([{"kind": k, "count": n} for k, n in task(items).items()])
 
     state_path = None
     starts = piece_test(format_id, options)
@@ -355,14 +358,19 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
         starts = None  # one decoder sees every file of the batch, whole and in order
         state_path = str(batch_dir.parent / "_decoder_state" / f"{format_id}.json")
     pieces = [(i, start, name, path, end) for i, name, path in files for start, end in file_pieces(path, starts)]
-    slices = 1 if state_path else max(1, min(len(pieces), spark.sparkContext.defaultParallelism * 2))
-    # contiguous slices of the ordered list: every piece of a file in one task unless it was cut
     shutil.rmtree(out, ignore_errors=True)  # a re-run replaces the whole output
-    rows = spark.sparkContext.parallelize(pieces, slices)
-    frame = spark.createDataFrame(rows, "idx int, start bigint, name string, path string, end bigint")
     counts = {"event": 0, "rejected": 0, "skipped": 0}
-    for r in frame.mapInArrow(decode_partition, "kind string, count bigint").collect():
-        counts[r["kind"]] += r["count"]
+    if sum(f.size for f in manifest.files) <= Settings.from_env().driver_decode_bytes:
+        # a small batch: the job's task function, here, as one task (no job, no Python worker to start)
+        slices = 0
+        counts.update(task(pieces))
+    else:
+        slices = 1 if state_path else max(1, min(len(pieces), spark.sparkContext.defaultParallelism * 2))
+        # contiguous slices of the ordered list: every piece of a file in one task unless it was cut
+        rows = spark.sparkContext.parallelize(pieces, slices)
+        frame = spark.createDataFrame(rows, "idx int, start bigint, name string, path string, end bigint")
+        for r in frame.mapInArrow(decode_partition, "kind string, count bigint").collect():
+            counts[r["kind"]] += r["count"]
     report = {
         "files": len(files),
         "events": counts["event"],
