@@ -381,7 +381,17 @@ def compact_table(
     fault_point("compact:before-commit")
     try:
         if not main_done and mode == MERGE_ON_READ:
-            _merge_and_publish(spark, name, batch_id, read_snapshot, source, columns, merge_buckets, properties)
+            _merge_and_publish(
+                spark,
+                name,
+                batch_id,
+                read_snapshot,
+                source,
+                columns,
+                merge_buckets,
+                properties,
+                local_source=folded_arrow is not None,
+            )
         elif not main_done:
             writer = source.writeTo(name)
             for key, value in properties.items():
