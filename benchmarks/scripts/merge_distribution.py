@@ -1,9 +1,10 @@
-"""The merge-on-read MERGE of a driver fold's rows, with Iceberg's shuffle by bucket and without it.
+"""The driver fold's commits, with Iceberg's shuffle by bucket and without it.
 
 One warm session: a 100k-row table in 16 buckets (seeded as the merge curve seeds it), then
 ``--runs`` MERGEs of 1,000 existing rows (updates) and of 1,000 new keys (inserts), each into a
-branch made at the seeded snapshot, so every run sees the same files. Prints wall seconds, Spark
-jobs and the files the commit added, per distribution mode.
+branch made at the seeded snapshot, so every run sees the same files; and ``--runs`` appends of
+1,000 change-log rows (``log``; without the shuffle, in one task as compact writes them). Prints
+wall seconds, Spark jobs and the files the commit added, per distribution mode.
 
     CDCLAKE_JARS=.jars .venv/bin/python benchmarks/scripts/merge_distribution.py --runs 5
 """
@@ -82,6 +83,24 @@ def main() -> None:
                     flush=True,
                 )
             print(f"{kind} {mode}: median {statistics.median(walls):.3f} s of {[round(w, 3) for w in walls]}")
+    log = name + "__changes"
+    log_rows = spark.table(log).limit(1000).toArrow()
+    for mode in ("hash", "none"):
+        walls = []
+        for run in range(args.runs + 1):
+            rows = spark.createDataFrame(log_rows, schema=spark.table(log).schema)
+            rows = rows.coalesce(1) if mode == "none" else rows
+            first_job = sc._jsc.sc().dagScheduler().nextJobId()
+            started = time.perf_counter()
+            with _session_conf(spark, {DISTRIBUTION_CONF: mode}):
+                rows.writeTo(log).append()
+            wall = time.perf_counter() - started
+            jobs = sc._jsc.sc().dagScheduler().nextJobId() - first_job
+            added = spark.sql(f"SELECT summary FROM {log}.snapshots ORDER BY committed_at DESC LIMIT 1").first()
+            if run:
+                walls.append(wall)
+            print(f"log {mode} run {run}: {wall:.3f} s, {jobs} jobs, {added['summary'].get('added-data-files')} files")
+        print(f"log {mode}: median {statistics.median(walls):.3f} s of {[round(w, 3) for w in walls]}")
     spark.stop()
 
 

@@ -30,16 +30,21 @@ def _choose_mode(
     files (maintenance); touched buckets smaller than the minimum on average -> overwrite them.
     Returns (mode, buckets to write).
 
-    ``summary`` (the head snapshot's): when its totals already decide (no more files in all than the
-    limit, fewer records in all than the touched buckets' minimum: a small table), the file list is
-    not queried (a Spark job, 0.1-0.3 s per table).
+    ``summary`` (the head snapshot's): when its totals already decide, the file list is not queried (a
+    Spark job, 0.1-0.3 s per table). No more files in all than the limit means no maintenance; then
+    fewer records in all than the touched buckets' minimum (a small table) means overwrite, and a batch
+    touching every bucket with enough live rows in all (records less position deletes) means merge.
     """
     limit = int(props.get(MAX_EXTRA_FILES_PROPERTY, MAX_EXTRA_FILES_PER_BUCKET * buckets))
     min_rows = int(props.get(MIN_ROWS_PROPERTY, MOR_MIN_BUCKET_ROWS))
     if summary and all(k in summary for k in ("total-data-files", "total-delete-files", "total-records")):
         files = int(summary["total-data-files"]) + int(summary["total-delete-files"])
-        if files <= limit and int(summary["total-records"]) < min_rows * len(touched):
+        records = int(summary["total-records"])
+        if files <= limit and records < min_rows * len(touched):
             return OVERWRITE, touched  # extra files <= all files <= limit; live rows <= records
+        live = records - int(summary.get("total-position-deletes", 0)) - int(summary.get("total-equality-deletes", 0))
+        if files <= limit and len(touched) >= buckets and live >= min_rows * len(touched):
+            return MERGE_ON_READ, touched
     target = int(props.get("write.target-file-size-bytes", TARGET_FILE_SIZE))
     rows = spark.sql(
         f"SELECT partition._cdc_bucket AS bucket, content, file_size_in_bytes < {int(target * SMALL_FILE_RATIO)} "

@@ -87,10 +87,12 @@ from cdclake.compaction.lineage import (
 from cdclake.compaction.native_fold import fold_native
 from cdclake.compaction.publish import (
     COMMIT_ATTEMPTS,
+    DISTRIBUTION_CONF,
     _branch_name,
     _drop_branch,
     _is_conflict,
     _merge_and_publish,
+    _session_conf,
     _validated,
 )
 from cdclake.compaction.routing import _component_homes, _linked_keys, _with_part, route_events
@@ -216,7 +218,11 @@ def compact_table(
         key_set = None
     fault_point("compact:before-log-append")
     if has_good and batch_id not in _snapshot_info(spark, log_name):
-        good.writeTo(log_name).option(f"snapshot-property.{BATCH_PROPERTY}", batch_id).append()
+        # the driver's few rows in one task, without Iceberg's shuffle by bucket: one file per bucket
+        # as after the shuffle, one Spark job less (benchmarks/scripts/merge_distribution.py)
+        rows = good.coalesce(1) if in_driver else good
+        with _session_conf(spark, {DISTRIBUTION_CONF: "none"} if in_driver else {}):
+            rows.writeTo(log_name).option(f"snapshot-property.{BATCH_PROPERTY}", batch_id).append()
     fault_point("compact:after-log-append")
 
     # 2. affected keys (with keys linked by key changes) and buckets; the table before the log: every
@@ -317,6 +323,7 @@ def compact_table(
     }
     # 3. the fold: in the driver when its inputs are small (known after one bounded read each), else on workers
     folded_arrow = None
+    kept_in_spark = False  # the overwrite's source passes a bucket's untouched rows through from Spark
     if in_driver:
         if key_set or key_set is None or full or whole_log:
             # a log no larger than the bound is read whole-query (one job); a larger one through a limit
@@ -393,10 +400,11 @@ def compact_table(
                 local_source=folded_arrow is not None,
             )
         elif not main_done:
-            writer = source.writeTo(name)
+            local = folded_arrow is not None and not kept_in_spark  # the driver's rows alone: as the MERGE's
+            writer = (source.coalesce(1) if local else source).writeTo(name)
             for key, value in properties.items():
                 writer = writer.option(f"snapshot-property.{key}", value)
-            with inside_commit(spark, name):
+            with inside_commit(spark, name), _session_conf(spark, {DISTRIBUTION_CONF: "none"} if local else {}):
                 _validated(writer, read_snapshot).overwrite(F.col("_cdc_bucket").isin(rewrite_buckets))
             if not keyed:  # every row was rewritten with its key
                 spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ({_sql_string(ROW_KEYS_PROPERTY)}='1')")

@@ -16,7 +16,19 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from cdclake.batch import read_manifest, write_json_atomic, write_report
+from cdclake.batch_events import (
+    column_kinds,
+    decoded_files,
+    decoded_rows,
+    op_summary,
+    read_events,
+    schema_events,
+    write_changelog,
+)
 from cdclake.coltypes import canonical_type, type_from_engine, unify
 from cdclake.events import ROW_OPS
 from cdclake.jobs.decode import DECODED_SPARK_DDL
@@ -188,33 +200,38 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
         write_report(batch_dir, "normalize", report)
         return report
     event_ddl = DECODED_SPARK_DDL.replace("kind string, ", "")
-    if event_dir.exists():
-        events = spark.read.schema(event_ddl).parquet(str(event_dir)).drop("error", "raw")
-    else:
-        events = spark.createDataFrame([], event_ddl).drop("error", "raw")
-    carried = None
-    if carried_dirs:
-        carried = spark.read.schema(event_ddl.replace(", error string, raw binary", "") + ", _held_age int").parquet(
-            *[str(d) for d in carried_dirs]
-        )
-        report["carried_in"] = carried.count()
-    grouped = None
-    raw = None
-    if carried is None:  # the counts of this batch's events also say whether a transaction can be incomplete
-        events = raw = events.persist()
-        grouped = _grouped(events)
-        marked = any(r["marks"] for r in grouped)
-    else:
-        marked = None
-    events, hold = split_incomplete(spark, events, carried, marked)
-    if hold is not None:
-        hold.write.mode("overwrite").parquet(str(held_output(batch_dir)))
-        report["held"] = spark.read.parquet(str(held_output(batch_dir))).count()
-    if grouped is None or hold is not None:  # counted again: what is applied now
-        events = events.persist()
-        grouped = _grouped(events)
-        if raw is not None:  # the kept events are cached now: do not hold the batch in memory twice
-            raw.unpersist()
+    local = _driver_events(spark, event_dir, carried_dirs)  # a small batch: Arrow in the driver, no Spark job
+    grouped = op_summary(local) if local is not None else None
+    if grouped is not None and any(r["marks"] for r in grouped):
+        local = grouped = None  # transactions that may be incomplete: the Spark path splits them off
+    events = None
+    if local is None:
+        if event_dir.exists():
+            events = spark.read.schema(event_ddl).parquet(str(event_dir)).drop("error", "raw")
+        else:
+            events = spark.createDataFrame([], event_ddl).drop("error", "raw")
+        carried = None
+        if carried_dirs:
+            carried = spark.read.schema(
+                event_ddl.replace(", error string, raw binary", "") + ", _held_age int"
+            ).parquet(*[str(d) for d in carried_dirs])
+            report["carried_in"] = carried.count()
+        raw = None
+        if carried is None:  # the counts of this batch's events also say whether a transaction can be incomplete
+            events = raw = events.persist()
+            grouped = _grouped(events)
+            marked = any(r["marks"] for r in grouped)
+        else:
+            marked = None
+        events, hold = split_incomplete(spark, events, carried, marked)
+        if hold is not None:
+            hold.write.mode("overwrite").parquet(str(held_output(batch_dir)))
+            report["held"] = spark.read.parquet(str(held_output(batch_dir))).count()
+        if grouped is None or hold is not None:  # counted again: what is applied now
+            events = events.persist()
+            grouped = _grouped(events)
+            if raw is not None:  # the kept events are cached now: do not hold the batch in memory twice
+                raw.unpersist()
 
     per_table: dict[str, dict[str, Any]] = {}
     op_counts: dict[str, dict[str, int]] = {}
@@ -232,30 +249,7 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
         op_counts.setdefault(r["table"], {})[r["op"]] = r["count"]
 
     # Columns with the kinds of their values, in first-seen order.
-    row_events_only = events.where(F.col("op").isin(*ROW_OPS))
-    images = None
-    for index, image in enumerate(("before", "after")):
-        part = row_events_only.select(
-            "table",
-            "seq",
-            "source_file",
-            "source_offset",
-            F.lit(index).alias("image"),
-            F.get_json_object("meta", "$.column_types").alias("hints"),
-            F.posexplode(image),
-        )
-        images = part if images is None else images.unionByName(part)
-    images = images.withColumnRenamed("key", "col").withColumnRenamed("value", "v")
-    kinds = (
-        images.withColumn("kind", F.expr(_KIND_SQL))
-        .groupBy("table", "col")
-        .agg(
-            F.min(F.struct("seq", "source_file", "source_offset", "image", "pos")).alias("first"),
-            F.collect_set("kind").alias("kinds"),
-            F.first(F.get_json_object("hints", "$"), ignorenulls=True).alias("hints"),
-        )
-        .collect()
-    )
+    kinds = column_kinds(local) if local is not None else _kinds(events)
     seen: dict[str, list[tuple[Any, str, set[str], str | None]]] = {}
     for r in kinds:
         hint = json.loads(r["hints"]).get(r["col"]) if r["hints"] else None
@@ -265,12 +259,12 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
     # when the counts show none).
     schema_rows = []
     if any(op in ("SCHEMA", "DDL") for ops in op_counts.values() for op in ops):
-        schema_rows = [
-            r.asDict()
-            for r in events.where(F.col("op").isin("SCHEMA", "DDL"))
-            .select("table", "op", "seq", "event_ts", "keys", "ddl", "meta", "source_file", "source_offset")
-            .collect()
-        ]
+        wanted = ["table", "op", "seq", "event_ts", "keys", "ddl", "meta", "source_file", "source_offset"]
+        if local is not None:
+            schema_rows = schema_events(local, wanted)
+        else:
+            found = events.where(F.col("op").isin("SCHEMA", "DDL")).select(*wanted)
+            schema_rows = [r.asDict() for r in found.collect()]
     state: dict[str, tuple[str, list[tuple[str, str]] | None, list[dict[str, Any]]]] = {}
 
     def table_state(source_table: str):
@@ -402,6 +396,12 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
     report["schema_changes"] = sum(len(c["changes"]) for c in changes_out.values())
     report["ddl_truncates"] = len(schema.truncates)
 
+    if local is not None:
+        logged = local.filter(pc.is_in(local["op"], pa.array([*sorted(ROW_OPS), "TRUNCATE"])))
+        if not (schema.truncates or keyless or unsafe) and logged["table"].null_count == 0:
+            write_changelog(logged, batch_dir / "changelog", manifest.batch_id, _partition_escape(spark))
+            return _finish(batch_dir, report, per_table, schema, heartbeat, layouts, 0)
+        events = spark.createDataFrame(local, event_ddl.replace(", error string, raw binary", ""))
     row_events = events.where(F.col("op").isin(*ROW_OPS) | (F.col("op") == "TRUNCATE"))
     if schema.truncates:  # TRUNCATE TABLE statements go to the truncate step with their seq
         ddl_truncates = spark.createDataFrame(
@@ -447,6 +447,11 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
         bad.write.mode("overwrite").parquet(str(batch_dir / "quarantine" / "normalize"))
         quarantined = spark.read.parquet(str(batch_dir / "quarantine" / "normalize")).count()
 
+    return _finish(batch_dir, report, per_table, schema, heartbeat, layouts, quarantined)
+
+
+def _finish(batch_dir: Path, report, per_table, schema, heartbeat, layouts, quarantined: int) -> dict[str, Any]:
+    """The report's totals; the layouts and the report written (what the next steps read)."""
     report["newest_heartbeat_ts"] = heartbeat.isoformat() if heartbeat else None
     report["events"] = sum(r["events"] for r in per_table.values())
     report["row_events"] = sum(r["row_events"] for r in per_table.values())
@@ -455,3 +460,52 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
     write_json_atomic(batch_dir / "tables.json", layouts)
     write_report(batch_dir, "normalize", report)
     return report
+
+
+def _kinds(events) -> list[Any]:
+    """One job: per table and column of the row events' images, where it was first seen, the kinds of its
+    values and a format's type hint (``batch_events.column_kinds`` answers the same in Arrow)."""
+    from pyspark.sql import functions as F
+
+    row_events_only = events.where(F.col("op").isin(*ROW_OPS))
+    images = None
+    for index, image in enumerate(("before", "after")):
+        part = row_events_only.select(
+            "table",
+            "seq",
+            "source_file",
+            "source_offset",
+            F.lit(index).alias("image"),
+            F.get_json_object("meta", "$.column_types").alias("hints"),
+            F.posexplode(image),
+        )
+        images = part if images is None else images.unionByName(part)
+    images = images.withColumnRenamed("key", "col").withColumnRenamed("value", "v")
+    return (
+        images.withColumn("kind", F.expr(_KIND_SQL))
+        .groupBy("table", "col")
+        .agg(
+            F.min(F.struct("seq", "source_file", "source_offset", "image", "pos")).alias("first"),
+            F.collect_set("kind").alias("kinds"),
+            F.first(F.get_json_object("hints", "$"), ignorenulls=True).alias("hints"),
+        )
+        .collect()
+    )
+
+
+def _driver_events(spark, event_dir: Path, carried_dirs: list[Path]):
+    """This batch's events as Arrow when normalize runs in the driver (``Settings.driver_normalize_rows``;
+    not with events carried in from earlier batches, nor without a JVM to name partition folders), else None."""
+    from cdclake.settings import Settings
+
+    limit = Settings.from_env().driver_normalize_rows
+    files = decoded_files(event_dir)
+    if carried_dirs or not files or getattr(spark, "_jvm", None) is None or decoded_rows(files) > limit:
+        return None
+    return read_events(files)
+
+
+def _partition_escape(spark):
+    """Spark's escaping of a partition value in a folder name (what its ``partitionBy`` writes)."""
+    utils = spark._jvm.org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils
+    return lambda value: str(utils.escapePathName(value))

@@ -1,0 +1,218 @@
+"""A small batch's decoded events in the driver, as Arrow: what normalize asks of them, without Spark.
+
+Normalize's questions (per table and op: counts, keys, newest event time, transaction marks; per
+table and column: the kinds of its values and where it was first seen) are two Spark jobs, one with
+a shuffle, and its change-log write a third: about 0.8 s in a warm session and several seconds in a
+fresh step JVM, for a batch of a few hundred events. Here they are Arrow compute over the decode
+step's Parquet files, with the same answers as the Spark queries they stand for (same rows, same
+types as PySpark's ``collect`` gives), so the rest of normalize does not know which one ran
+(docs/decisions.md, "Small batches normalize in the driver").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from cdclake.events import EVENT_SCHEMA, ROW_OPS
+
+#: Column of the change log written per batch (the batch id), after the event columns.
+BATCH_COLUMN = "_batch"
+
+
+def decoded_files(event_dir: Path) -> list[Path]:
+    """The decode step's event files (``part-<n>.parquet``; temporary files start with a dot)."""
+    if not event_dir.is_dir():
+        return []
+    return sorted(p for p in event_dir.iterdir() if p.suffix == ".parquet" and not p.name.startswith((".", "_")))
+
+
+def decoded_rows(files: list[Path]) -> int:
+    """Events in ``files``, from their Parquet footers (no data read)."""
+    return sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+
+
+def read_events(files: list[Path]) -> pa.Table:
+    """The events of ``files`` as one table of :data:`EVENT_SCHEMA`, in file order."""
+    names = EVENT_SCHEMA.names
+    tables = [pq.read_table(f, columns=names).cast(EVENT_SCHEMA) for f in files]
+    return pa.concat_tables(tables) if tables else EVENT_SCHEMA.empty_table()
+
+
+def _timestamp(value: Any) -> Any:
+    """An Arrow timestamp as PySpark's ``collect`` returns a ``TimestampType`` value (naive, local time)."""
+    if value is None:
+        return None
+    from pyspark.sql.types import TimestampType
+
+    return TimestampType().fromInternal(value.value)
+
+
+def op_summary(events: pa.Table) -> list[dict[str, Any]]:
+    """Per (table, op): ``count``, first non-null ``keys``, ``newest`` event time and transaction ``marks``,
+    as ``normalize._grouped`` collects them (``newest`` as PySpark returns timestamps)."""
+    marks = pc.or_(pc.is_valid(events["tx_last"]), pc.is_in(events["op"], pa.array(["TX_END", "TX_BEGIN"])))
+    flagged = events.select(["table", "op", "event_ts"]).append_column("_mark", pc.cast(marks, pa.int64()))
+    groups = flagged.group_by(["table", "op"], use_threads=False).aggregate(
+        [([], "count_all"), ("event_ts", "max"), ("_mark", "sum")]
+    )
+    first_keys: dict[tuple[Any, Any], Any] = {}
+    with_keys = events.filter(pc.is_valid(events["keys"])).select(["table", "op", "keys"])
+    for table, op, keys in zip(*(with_keys[c].to_pylist() for c in ("table", "op", "keys")), strict=True):
+        first_keys.setdefault((table, op), keys)
+    newest = groups["event_ts_max"]
+    out = []
+    for index, row in enumerate(groups.select(["table", "op", "count_all", "_mark_sum"]).to_pylist()):
+        stamp = newest[index]
+        out.append(
+            {
+                "table": row["table"],
+                "op": row["op"],
+                "count": row["count_all"],
+                "keys": first_keys.get((row["table"], row["op"])),
+                "newest": _timestamp(stamp if stamp.is_valid else None),
+                "marks": row["_mark_sum"] or 0,
+            }
+        )
+    return out
+
+
+def _kind(values: pa.Array) -> pa.Array:
+    """The kind a JSON text value suggests, as normalize's SQL ``CASE`` says (``_KIND_SQL``): NULL for
+    ``null``; a SQL NULL value falls through every test to ``double``, as in SQL."""
+
+    def test(mask: pa.Array) -> pa.Array:
+        return pc.fill_null(mask, False)
+
+    starts = pc.or_(
+        pc.or_(pc.starts_with(values, '"'), pc.starts_with(values, "{")),
+        pc.starts_with(values, "["),
+    )
+    kind = pc.if_else(test(pc.match_substring_regex(values, r"^-?[0-9]+$")), "bigint", "double")
+    kind = pc.if_else(test(starts), "string", kind)
+    kind = pc.if_else(test(pc.is_in(values, pa.array(["true", "false"]))), "boolean", kind)
+    return pc.if_else(test(pc.equal(values, "null")), pa.scalar(None, pa.string()), kind)
+
+
+def _column_hints(meta: pa.Array) -> pa.Array:
+    """Per event, its ``meta`` ``column_types`` object as JSON text (NULL when it has none)."""
+    out = []
+    for text in meta.to_pylist():
+        hints = None
+        if text and "column_types" in text:
+            try:
+                found = json.loads(text).get("column_types")
+            except (ValueError, AttributeError):
+                found = None
+            if isinstance(found, dict):
+                hints = json.dumps(found, separators=(",", ":"))
+        out.append(hints)
+    return pa.array(out, pa.string())
+
+
+def column_kinds(events: pa.Table) -> list[dict[str, Any]]:
+    """Per (table, column) of the row events' images: ``first`` (seq, source file, source offset, image,
+    position: where it was first seen), ``kinds`` (the distinct kinds of its values) and ``hints`` (a
+    ``column_types`` object of the events carrying it), as normalize's kinds query collects them."""
+    rows = events.filter(pc.is_in(events["op"], pa.array(sorted(ROW_OPS))))
+    if not rows.num_rows:
+        return []
+    hints = _column_hints(rows["meta"])
+    parts = []
+    for index, image in enumerate(("before", "after")):
+        # a fresh copy: offsets from 0 and children holding exactly the rows' entries (a sliced map's
+        # children are its parent's, and Arrow's list kernels do not take map arrays)
+        maps = rows[image].combine_chunks().take(pa.array(range(rows.num_rows), pa.int64()))
+        offsets = maps.offsets.to_numpy()
+        sizes = np.diff(offsets)
+        if not sizes.sum():
+            continue
+        parent = pa.array(np.repeat(np.arange(len(sizes), dtype=np.int64), sizes))
+        position = pa.array(np.arange(offsets[-1], dtype=np.int64) - np.repeat(offsets[:-1], sizes), pa.int32())
+        keys, values = maps.keys, maps.items
+        parts.append(
+            pa.table(
+                {
+                    "table": pc.take(rows["table"], parent),
+                    "col": keys,
+                    "seq": pc.take(rows["seq"], parent),
+                    "source_file": pc.take(rows["source_file"], parent),
+                    "source_offset": pc.take(rows["source_offset"], parent),
+                    "image": pa.array([index] * len(parent), pa.int32()),
+                    "pos": position,
+                    "kind": _kind(values),
+                    "hints": pc.take(hints, parent),
+                }
+            )
+        )
+    if not parts:
+        return []
+    flat = pa.concat_tables(parts)
+    order = ["table", "col", "seq", "source_file", "source_offset", "image", "pos"]
+    flat = flat.sort_by([(c, "ascending", "at_start") for c in order])
+    firsts = pc.ScalarAggregateOptions(skip_nulls=False)
+    grouped = flat.group_by(["table", "col"], use_threads=False).aggregate(
+        [(c, "first", firsts) for c in order[2:]]
+        + [("kind", "distinct", pc.CountOptions(mode="only_valid")), ("hints", "first")]
+    )
+    out = []
+    for row in grouped.to_pylist():
+        out.append(
+            {
+                "table": row["table"],
+                "col": row["col"],
+                "first": tuple(row[f"{c}_first"] for c in order[2:]),
+                "kinds": row["kind_distinct"],
+                "hints": row["hints_first"],
+            }
+        )
+    return out
+
+
+def schema_events(events: pa.Table, columns: list[str]) -> list[dict[str, Any]]:
+    """The SCHEMA and DDL events' ``columns``, in file order, as PySpark's ``collect`` gives them."""
+    found = events.filter(pc.is_in(events["op"], pa.array(["SCHEMA", "DDL"]))).select(columns)
+    rows = found.to_pylist()
+    if "event_ts" in columns:
+        stamps = found["event_ts"]
+        for row, stamp in zip(rows, stamps, strict=True):
+            row["event_ts"] = _timestamp(stamp if stamp.is_valid else None)
+    return rows
+
+
+def write_changelog(events: pa.Table, folder: Path, batch_id: str, escape: Callable[[str], str]) -> None:
+    """The change log as Spark's ``partitionBy("table")`` write lays it out: ``table=<escaped>/`` folders
+    of Parquet files without the ``table`` column, plus ``_batch``; an empty file with the schema at the
+    top when there is no row. ``escape``: Spark's partition path escaping."""
+    import shutil
+
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    stamped = events.append_column(BATCH_COLUMN, pa.array([batch_id] * events.num_rows, pa.string()))
+    name = f"part-00000-{uuid.uuid4()}.c000.snappy.parquet"
+    if not stamped.num_rows:
+        _write(stamped, folder / name)
+        return
+    tables = stamped["table"]
+    body = stamped.drop_columns(["table"])
+    for table in pc.unique(tables).to_pylist():
+        part = folder / f"table={escape(table)}"
+        part.mkdir()
+        _write(body.filter(pc.equal(tables, table)), part / name)
+
+
+def _write(table: pa.Table, path: Path) -> None:
+    """``table`` to ``path`` under a temporary name, renamed once whole."""
+    temp = path.with_name("." + path.name + ".tmp")
+    pq.write_table(table, temp, compression="snappy")
+    os.replace(temp, path)

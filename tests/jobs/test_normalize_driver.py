@@ -1,0 +1,165 @@
+"""Normalize in the driver (``cdclake.batch_events``, Arrow) writes and reports what the Spark job does.
+
+Each batch is decoded once and normalized both ways, from copies of the decoded batch; the report,
+the layouts, the schema changes, the change log as Spark reads it back and the quarantine must match.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from cdclake.batch import Manifest
+from cdclake.batch_events import column_kinds, op_summary, read_events
+from cdclake.events import EVENT_SCHEMA, to_json
+from cdclake.jobs import decode, normalize
+from cdclake.staging import stage_files
+
+pytestmark = pytest.mark.spark
+
+WEIRD = "DEC.we/ird=na me?%"
+
+
+def gg(table: str, op: str, pos: int, row: dict, **extra) -> str:
+    image = "before" if op == "D" else "after"
+    body = {"table": table, "op_type": op, "op_ts": f"2024-01-01 00:00:{pos % 60:02d}.000000", "pos": f"{pos:020d}"}
+    return json.dumps({**body, image: row, **extra})
+
+
+def datahub(op: str, seq: int, after=None, ddl: str | None = None) -> dict:
+    body: dict = {"op": op, "sequenceId": str(seq), "timestamp": {"eventTime": 1700000000000 + seq}}
+    if after is not None:
+        body["after"] = {"dataColumn": after}
+    if ddl is not None:
+        body["ddl"] = {"text": ddl}
+    schema = {
+        "dataColumn": [{"name": "id", "type": "LONG"}, {"name": "name", "type": "STRING"}],
+        "primaryKey": ["id"],
+        "source": {"dbType": "MySQL", "dbName": "db", "tableName": "t"},
+    }
+    return {"schema": schema, "payload": body, "version": "0.0.1"}
+
+
+KINDS = {"id": 1, "n": None, "b": True, "i": -12, "f": 1.5, "s": "x", "o": {"a": [1, 2]}, "l": [1, "y"]}
+PLAIN = [
+    gg("DEC.A", "I", 1, KINDS),
+    gg("DEC.A", "U", 2, {"id": 1, "s": "y", "extra": 7}),
+    gg("DEC.A", "D", 3, {"id": 1}),
+    gg(WEIRD, "I", 4, {"id": 2, "f": 3}),
+    gg(WEIRD, "I", 5, {"id": 3, "f": 2.25}),
+    gg("DEC.B", "I", 6, {"id": 9, "i": 1}),
+]
+MIXED = [
+    *PLAIN,
+    gg("DEC.NOKEY", "I", 7, {"v": 1}),  # no key configured or given: quarantined
+    gg("DEC.A", "I", 8, {"id": 5, "_cdc_bad": 1}),  # a name the lake refuses: quarantined
+]
+CASES = {
+    "plain": ("goldengate-json", [PLAIN], {"DEC.A": ["id"], "DEC.B": ["id"], WEIRD: ["id"]}),
+    "quarantines": ("goldengate-json", [MIXED], {"DEC.A": ["id"], "DEC.B": ["id"], WEIRD: ["id"]}),
+    "hints": (
+        "datahub-blob",
+        [[to_json(datahub("INSERT", 1, {"id": 1, "name": "a"})), to_json(datahub("INSERT", 2, {"id": 2}))]],
+        {},
+    ),
+    "truncate-statement": (
+        "datahub-blob",
+        [
+            [
+                to_json(datahub("INSERT", 1, {"id": 1, "name": "a"})),
+                to_json(datahub("QUERY", 2, ddl="TRUNCATE TABLE t")),
+            ],
+            [to_json(datahub("INSERT", 3, {"id": 3, "name": "c"}))],
+        ],
+        {},
+    ),
+}
+
+
+def decoded_batch(spark, root: Path, fmt: str, files: list[list[str]], keys: dict) -> Path:
+    paths = []
+    for index, lines in enumerate(files):
+        path = root / f"landing-{index}.json"
+        path.write_text("".join(line + "\n" for line in lines))
+        paths.append(str(path))
+    manifest = Manifest(source="nd", batch_id="b1", format=fmt, options={}, keys=keys)
+    stage_files(paths, root / "staging", manifest)
+    batch_dir = root / "staging" / "b1"
+    decode.run(spark, batch_dir)
+    return batch_dir
+
+
+def outputs(spark, batch_dir: Path) -> dict:
+    def rows(folder: Path) -> list[dict]:
+        if not folder.exists():
+            return []
+        found = [r.asDict(recursive=True) for r in spark.read.parquet(str(folder)).collect()]
+        return sorted(found, key=lambda r: json.dumps(r, sort_keys=True, default=str))
+
+    report = json.loads((batch_dir / "reports" / "normalize.json").read_text())
+    return {
+        "report": report,
+        "tables": json.loads((batch_dir / "tables.json").read_text()),
+        "schema_changes": json.loads((batch_dir / "schema_changes.json").read_text()),
+        "changelog_folders": sorted(p.name for p in (batch_dir / "changelog").iterdir() if p.is_dir()),
+        "changelog": rows(batch_dir / "changelog"),
+        "quarantine": {q: rows(batch_dir / "quarantine" / q) for q in ("normalize", "ddl")},
+    }
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_small_batch_normalizes_in_the_driver_as_the_spark_job_would(spark, tmp_path, monkeypatch, case):
+    fmt, files, keys = CASES[case]
+    decoded = decoded_batch(spark, tmp_path, fmt, files, keys)
+    results = {}
+    for way, limit in (("driver", "50000"), ("spark", "0")):
+        batch_dir = tmp_path / way / "b1"
+        shutil.copytree(decoded, batch_dir)
+        monkeypatch.setenv("CDCLAKE_DRIVER_NORMALIZE_ROWS", limit)
+        normalize.run(spark, batch_dir)
+        results[way] = outputs(spark, batch_dir)
+    assert results["driver"] == results["spark"]
+    out = results["driver"]
+    assert out["report"]["events"] > 0 and out["changelog"]
+    if case == "plain":  # the partition folder of an odd table name round-trips
+        assert {r["table"] for r in out["changelog"]} == {"DEC.A", "DEC.B", WEIRD}
+        assert dict(out["tables"]["DEC.A"]["columns"])["o"] == "string"
+        assert dict(out["tables"][WEIRD]["columns"])["f"] == "double"
+    if case == "quarantines":
+        # the keyless table's event and the one with a reserved column name; that name's announcement too
+        assert len(out["quarantine"]["normalize"]) == 2 and len(out["quarantine"]["ddl"]) == 1
+        assert out["report"]["quarantined"] == 3
+    if case == "truncate-statement":
+        assert out["report"]["ddl_truncates"] == 1
+
+
+def test_column_kinds_follow_the_sql_case_and_first_sightings(tmp_path):
+    """Pure Arrow (no Spark): the kinds of JSON text values, where a column was first seen, the hints."""
+    rows = [
+        {"table": "t", "op": "INSERT", "seq": "2", "after": [("a", "1"), ("b", "null"), ("c", '"x"')]},
+        {"table": "t", "op": "UPDATE", "seq": "1", "before": [("a", "2")], "after": [("a", "2.5"), ("d", "true")]},
+        {"table": "t", "op": "HEARTBEAT", "seq": "0", "after": [("z", "1")]},
+        {"table": "u", "op": "INSERT", "seq": "3", "after": [("a", "[1]")], "meta": '{"column_types":{"a":"LONG"}}'},
+    ]
+    full = [
+        {**{f.name: None for f in EVENT_SCHEMA}, "source_file": "f", "source_offset": i, **r}
+        for i, r in enumerate(rows)
+    ]
+    path = tmp_path / "part-0.parquet"
+    import pyarrow as pa
+
+    pq.write_table(pa.Table.from_pylist(full, schema=EVENT_SCHEMA), path)
+    events = read_events([path])
+    kinds = {(r["table"], r["col"]): r for r in column_kinds(events)}
+    assert set(kinds) == {("t", "a"), ("t", "b"), ("t", "c"), ("t", "d"), ("u", "a")}  # no heartbeat column
+    assert sorted(kinds[("t", "a")]["kinds"]) == ["bigint", "double"]
+    assert kinds[("t", "b")]["kinds"] == []  # null suggests nothing
+    assert kinds[("t", "c")]["kinds"] == ["string"] and kinds[("t", "d")]["kinds"] == ["boolean"]
+    assert kinds[("t", "a")]["first"] == ("1", "f", 1, 0, 0)  # the lowest seq; its before image
+    assert json.loads(kinds[("u", "a")]["hints"]) == {"a": "LONG"} and kinds[("u", "a")]["kinds"] == ["string"]
+    counts = {(r["table"], r["op"]): r["count"] for r in op_summary(events)}
+    assert counts == {("t", "INSERT"): 1, ("t", "UPDATE"): 1, ("t", "HEARTBEAT"): 1, ("u", "INSERT"): 1}
