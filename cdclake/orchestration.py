@@ -119,15 +119,21 @@ def stage_task(source: SourceConfig, context: dict[str, Any]) -> str:
     if not manifest.files:
         raise AirflowSkipException("no new landing files")
     ti = context.get("ti")
-    if ti is not None:  # what the run's Spark steps start their driver JVM with (STEP_JAVA_OPTIONS)
+    if ti is not None:  # what the run's Spark steps start their driver JVM with (step_java_options)
         ti.xcom_push(key=DRIVER_OPTIONS_KEY, value=run_java_options(settings, manifest, context) or "")
     return str(batch_dir)
 
 
 #: XCom (of the stage task) with the driver JVM options of the run's Spark steps.
 DRIVER_OPTIONS_KEY = "driver_java_options"
-#: The ingest steps' ``spark.driver.defaultJavaOptions``, rendered per run: the options need the batch's size.
-STEP_JAVA_OPTIONS = f"{{{{ ti.xcom_pull(task_ids='stage', key='{DRIVER_OPTIONS_KEY}') or '' }}}}"
+
+
+def step_java_options(static: str) -> str:
+    """The ingest steps' ``spark.driver.defaultJavaOptions``, rendered per run (the options need the batch's
+    size): the stage task's XCom, or ``static`` (the options without the quick JIT) for a run staged by a
+    version that pushed none, so its re-run steps still start from the JVM archive."""
+    pull = f"ti.xcom_pull(task_ids='stage', key='{DRIVER_OPTIONS_KEY}')"
+    return f"{{% set pushed = {pull} %}}{{{{ pushed if pushed is not none else {json.dumps(static)} }}}}"
 
 
 def run_java_options(settings: Settings, manifest: Manifest, context: dict[str, Any]) -> str | None:
@@ -263,11 +269,12 @@ def _spark_env() -> dict[str, str]:
 
 def _spark_args(settings: Settings, per_run_options: bool = False) -> dict[str, Any]:
     """The SparkSubmitOperator arguments of every step; ``per_run_options``: the driver JVM options come
-    from the run's stage task (STEP_JAVA_OPTIONS), else they are the same for every run."""
+    from the run's stage task (step_java_options), else they are the same for every run."""
     from cdclake.jvm_archive import driver_java_options
 
     conf = {"spark.ui.enabled": "false"}
-    options = STEP_JAVA_OPTIONS if per_run_options else driver_java_options(settings)
+    static = driver_java_options(settings) or ""
+    options = step_java_options(static) if per_run_options else static
     if options:  # the default options, so a user's spark.driver.extraJavaOptions still apply
         conf["spark.driver.defaultJavaOptions"] = options
     return {

@@ -8,7 +8,7 @@ import pytest
 
 from cdclake.batch import Manifest, StagedFile
 from cdclake.jvm_archive import QUICK_JIT, driver_java_options, warm_up_batches
-from cdclake.orchestration import STEP_JAVA_OPTIONS, _spark_args, run_java_options
+from cdclake.orchestration import _spark_args, run_java_options, step_java_options
 from cdclake.settings import Settings
 
 
@@ -54,10 +54,33 @@ def test_small_batches_get_the_quick_jit_large_ones_and_full_refreshes_do_not(tm
     assert run_java_options(s, manifest(10), {"params": {"full_refresh": True}}) == archive
 
 
+class PushedBy:
+    """A task instance whose stage task pushed ``value`` (None: it pushed nothing)."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def xcom_pull(self, task_ids: str, key: str):
+        assert (task_ids, key) == ("stage", "driver_java_options")
+        return self.value
+
+
 def test_the_ingest_steps_take_their_options_from_the_runs_stage_task(tmp_path):
-    conf = _spark_args(settings(tmp_path), per_run_options=True)["conf"]
-    assert conf["spark.driver.defaultJavaOptions"] == STEP_JAVA_OPTIONS
-    assert "task_ids='stage'" in STEP_JAVA_OPTIONS and "or ''" in STEP_JAVA_OPTIONS  # never the text "None"
+    import jinja2
+
+    s = settings(tmp_path)
+    s.jvm_archive.parent.mkdir(parents=True)
+    s.jvm_archive.write_bytes(b"archive")
+    template = _spark_args(s, per_run_options=True)["conf"]["spark.driver.defaultJavaOptions"]
+    assert template == step_java_options(driver_java_options(s))
+
+    def rendered(pushed) -> str:
+        return jinja2.Environment().from_string(template).render(ti=PushedBy(pushed))
+
+    archive = f"-XX:SharedArchiveFile={s.jvm_archive}"
+    assert rendered(f"{archive} {QUICK_JIT}") == f"{archive} {QUICK_JIT}"
+    assert rendered("") == ""  # the stage task found no options (no archive): none
+    assert rendered(None) == archive  # a run staged before the XCom existed: the archive, never "None"
 
 
 @pytest.mark.spark
