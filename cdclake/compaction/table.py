@@ -341,8 +341,9 @@ def compact_table(
         elif logged_arrow.num_rows <= limit and mode != MERGE_ON_READ and not keyed:
             rows_arrow = spark.table(name).where(F.col("_cdc_bucket").isin(rewrite_buckets)).limit(limit + 1).toArrow()
         # keyed, no rows read: the fold gives the affected keys' rows and gone markers; the buckets' other
-        # rows pass through in Spark (_kept_rows), not through the driver
-        kept_in_spark = mode != MERGE_ON_READ and keyed and rows_arrow is None
+        # rows pass through in Spark (_kept_rows), not through the driver. An empty table (no snapshot when
+        # read; the validated overwrite fails if one appears) has none: its rows are the driver's alone
+        kept_in_spark = mode != MERGE_ON_READ and keyed and rows_arrow is None and read_snapshot is not None
         if logged_arrow.num_rows <= limit and (rows_arrow is None or rows_arrow.num_rows <= limit):
             fault_point("compact:before-write")
             markers = mode == MERGE_ON_READ or kept_in_spark
