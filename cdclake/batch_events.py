@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -193,8 +194,6 @@ def write_changelog(events: pa.Table, folder: Path, batch_id: str, escape: Calla
     """The change log as Spark's ``partitionBy("table")`` write lays it out: ``table=<escaped>/`` folders
     of Parquet files without the ``table`` column, plus ``_batch``; an empty file with the schema at the
     top when there is no row. ``escape``: Spark's partition path escaping."""
-    import shutil
-
     if folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(parents=True)

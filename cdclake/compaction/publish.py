@@ -67,6 +67,12 @@ def _session_conf(spark, conf: dict[str, str]) -> Iterator[None]:
                 spark.conf.set(key, value)
 
 
+def _unshuffled(spark, local: bool):
+    """Writes made inside skip Iceberg's shuffle by bucket when ``local`` (the driver fold's few rows, in one
+    or two partitions; docs/decisions.md, "The driver fold's commits skip Iceberg's shuffle by bucket")."""
+    return _session_conf(spark, {DISTRIBUTION_CONF: "none"} if local else {})
+
+
 @contextlib.contextmanager
 def _snapshot_properties(spark, properties: dict[str, str]) -> Iterator[None]:
     """Snapshot summary properties of the SQL commits made inside (Iceberg reads them from the session)."""
@@ -120,8 +126,7 @@ def _merge_and_publish(
     catalog = name.split(".", 1)[0]
     try:
         with inside_commit(spark, name):
-            local = {DISTRIBUTION_CONF: "none"} if local_source else {}
-            with _snapshot_properties(spark, properties), _session_conf(spark, local):
+            with _snapshot_properties(spark, properties), _unshuffled(spark, local_source):
                 spark.sql(_merge_sql(f"{name}.branch_{branch}", view, columns, buckets))
             spark.sql(
                 f"CALL {catalog}.system.fast_forward(table => {_sql_string(name)}, branch => 'main', "

@@ -87,12 +87,11 @@ from cdclake.compaction.lineage import (
 from cdclake.compaction.native_fold import fold_native
 from cdclake.compaction.publish import (
     COMMIT_ATTEMPTS,
-    DISTRIBUTION_CONF,
     _branch_name,
     _drop_branch,
     _is_conflict,
     _merge_and_publish,
-    _session_conf,
+    _unshuffled,
     _validated,
 )
 from cdclake.compaction.routing import _component_homes, _linked_keys, _with_part, route_events
@@ -221,7 +220,7 @@ def compact_table(
         # the driver's few rows in one task, without Iceberg's shuffle by bucket: one file per bucket
         # as after the shuffle, one Spark job less (benchmarks/scripts/merge_distribution.py)
         rows = good.coalesce(1) if in_driver else good
-        with _session_conf(spark, {DISTRIBUTION_CONF: "none"} if in_driver else {}):
+        with _unshuffled(spark, in_driver):
             rows.writeTo(log_name).option(f"snapshot-property.{BATCH_PROPERTY}", batch_id).append()
     fault_point("compact:after-log-append")
 
@@ -405,7 +404,7 @@ def compact_table(
             writer = (source.coalesce(1) if local else source).writeTo(name)
             for key, value in properties.items():
                 writer = writer.option(f"snapshot-property.{key}", value)
-            with inside_commit(spark, name), _session_conf(spark, {DISTRIBUTION_CONF: "none"} if local else {}):
+            with inside_commit(spark, name), _unshuffled(spark, local):
                 _validated(writer, read_snapshot).overwrite(F.col("_cdc_bucket").isin(rewrite_buckets))
             if not keyed:  # every row was rewritten with its key
                 spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ({_sql_string(ROW_KEYS_PROPERTY)}='1')")
