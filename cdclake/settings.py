@@ -157,6 +157,10 @@ class Settings:
     #: In-order keys of a driver-folded batch fold onto their current rows without reading their change log
     #: (docs/decisions.md, "Row state"); off: every key refolds from its log.
     row_state: bool = True
+    #: A driver-folded batch writes its commits' files from the driver and commits them through Iceberg's Java
+    #: API: the change-log append, and the merge-on-read rows and position deletes as one ``RowDelta``
+    #: (docs/decisions.md, "The driver fold commits its own files"); off: Spark's append and ``MERGE INTO``.
+    driver_commits: bool = True
     #: Attach Airflow deadline alerts to the ingest DAGs (off: Airflow 3.3.2 cannot clear a task of a DAG
     #: that has one, a 500 from clearTaskInstances, nor `dags test` it; cdc_health checks freshness anyway).
     deadline_alerts: bool = False
@@ -190,6 +194,7 @@ class Settings:
             driver_normalize_rows=max(0, int(env.get("CDCLAKE_DRIVER_NORMALIZE_ROWS", "50000"))),
             native_fold=env.get("CDCLAKE_NATIVE_FOLD", "1").strip().lower() not in ("0", "false", "no", "off"),
             row_state=env.get("CDCLAKE_ROW_STATE", "1").strip().lower() not in ("0", "false", "no", "off"),
+            driver_commits=env.get("CDCLAKE_DRIVER_COMMITS", "1").strip().lower() not in ("0", "false", "no", "off"),
             deadline_alerts=env.get("CDCLAKE_DEADLINE_ALERTS", "0").strip().lower() in ("1", "true", "yes", "on"),
             monitor_index=str(index) if is_uri(str(index)) else Path(index).resolve(),
             jvm_archive=_jvm_archive(env),

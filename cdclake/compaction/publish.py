@@ -15,8 +15,15 @@ from cdclake.faults import inside_commit
 
 #: Tries of a table's compaction when another process commits to its buckets meanwhile.
 COMMIT_ATTEMPTS = 3
-#: Iceberg's words for a lost commit race (ValidationException / CommitFailedException / fast_forward).
-_CONFLICTS = ("Found conflicting", "Found new conflicting", "CommitFailedException", "Cannot fast-forward")
+#: Iceberg's words for a lost commit race (ValidationException / CommitFailedException / fast_forward; a row
+#: delta's deleted rows in a data file removed meanwhile).
+_CONFLICTS = (
+    "Found conflicting",
+    "Found new conflicting",
+    "CommitFailedException",
+    "Cannot fast-forward",
+    "missing data files",
+)
 #: Session conf prefix Iceberg reads snapshot summary properties of SQL commits from.
 SNAPSHOT_PROPERTY_CONF = "spark.sql.iceberg.snapshot-property."
 #: Session conf of Iceberg's write distribution; it wins over the table's ``write.merge.distribution-mode``.

@@ -81,6 +81,7 @@ from cdclake.compaction.lineage import (
     _committed_counts,
     _fresh_snapshot_id,
     _head_summary,
+    _java_table,
     _only_batch,
     _snapshot_info,
 )
@@ -95,6 +96,7 @@ from cdclake.compaction.publish import (
     _validated,
 )
 from cdclake.compaction.routing import _component_homes, _linked_keys, _with_part, route_events
+from cdclake.compaction.row_delta import POSITION_COLUMNS, Located, append_rows, commit_row_delta, table_schema
 from cdclake.compaction.row_state import candidate_keys, fold_onto_rows, in_order_keys
 from cdclake.compaction.strategy import MERGE_ON_READ, OVERWRITE, _choose_mode
 from cdclake.faults import fault_point, inside_commit
@@ -117,6 +119,13 @@ def row_state_enabled() -> bool:
     from cdclake.settings import Settings
 
     return Settings.from_env().row_state
+
+
+def driver_commits_enabled() -> bool:
+    """``Settings.driver_commits`` (docs/decisions.md, "The driver fold commits its own files")."""
+    from cdclake.settings import Settings
+
+    return Settings.from_env().driver_commits
 
 
 def native_fold_enabled() -> bool:
@@ -217,11 +226,12 @@ def compact_table(
         key_set = None
     fault_point("compact:before-log-append")
     if has_good and batch_id not in _snapshot_info(spark, log_name):
-        # the driver's few rows in one task, without Iceberg's shuffle by bucket: one file per bucket
-        # as after the shuffle, one Spark job less (benchmarks/scripts/merge_distribution.py)
-        rows = good.coalesce(1) if in_driver else good
-        with _unshuffled(spark, in_driver):
-            rows.writeTo(log_name).option(f"snapshot-property.{BATCH_PROPERTY}", batch_id).append()
+        if not (in_driver and driver_commits_enabled() and _append_in_driver(spark, log_name, good_arrow, batch_id)):
+            # the driver's few rows in one task, without Iceberg's shuffle by bucket: one file per bucket
+            # as after the shuffle, one Spark job less (benchmarks/scripts/merge_distribution.py)
+            rows = good.coalesce(1) if in_driver else good
+            with _unshuffled(spark, in_driver):
+                rows.writeTo(log_name).option(f"snapshot-property.{BATCH_PROPERTY}", batch_id).append()
     fault_point("compact:after-log-append")
 
     # 2. affected keys (with keys linked by key changes) and buckets; the table before the log: every
@@ -242,6 +252,9 @@ def compact_table(
     # row state: keys whose events all follow their current row fold onto it, without their log
     in_order: set[str] = set()
     state_rows = table_arrow = None
+    # the merge-on-read commit as a row delta: the current-row reads also say where each row lives
+    direct = in_driver and driver_commits_enabled()
+    located: Located | None = None
     if (
         in_driver
         and key_set
@@ -258,10 +271,16 @@ def compact_table(
             # overwrite passes through (no second scan in Spark)
             records = int(_head_summary(spark, name).get("total-records", limit + 1))
             if records <= limit:
-                table_arrow = spark.table(name).toArrow()
+                whole = spark.table(name)
+                if direct:
+                    whole = whole.select("*", *POSITION_COLUMNS)
+                table_arrow = whole.toArrow()
+                if direct:
+                    located = Located.of(table_arrow, buckets=range(buckets))
+                    table_arrow = table_arrow.drop_columns(POSITION_COLUMNS)
                 state_rows = table_arrow.filter(pc.is_in(table_arrow["_cdc_key"], pa.array(sorted(candidates))))
             else:
-                state_rows = _current_rows(spark, name, candidates, buckets, records)
+                state_rows, located = _current_rows(spark, name, candidates, buckets, records, positions=direct)
             seqs = dict(zip(state_rows["_cdc_key"].to_pylist(), state_rows["_cdc_seq"].to_pylist(), strict=True))
             in_order = in_order_keys(good_arrow, candidates, seqs, truncate_seq)
             key_set -= in_order
@@ -386,8 +405,15 @@ def compact_table(
     if truncate_seq:
         properties["cdclake.truncate-watermark"] = truncate_seq
     fault_point("compact:before-commit")
+    delta = False  # committed as a row delta (else the MERGE, or the overwrite)
     try:
-        if not main_done and mode == MERGE_ON_READ:
+        if not main_done and mode == MERGE_ON_READ and direct and folded_arrow is not None:
+            delta = _row_delta(spark, name, read_snapshot, picked, located, columns, buckets, merge_buckets, properties)
+            if delta:
+                fold += ", committed as a row delta"
+        if main_done or delta:
+            pass
+        elif mode == MERGE_ON_READ:
             _merge_and_publish(
                 spark,
                 name,
@@ -399,7 +425,7 @@ def compact_table(
                 properties,
                 local_source=folded_arrow is not None,
             )
-        elif not main_done:
+        else:
             local = folded_arrow is not None and not kept_in_spark  # the driver's rows alone: as the MERGE's
             writer = (source.coalesce(1) if local else source).writeTo(name)
             for key, value in properties.items():
@@ -409,7 +435,7 @@ def compact_table(
             if not keyed:  # every row was rewritten with its key
                 spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ({_sql_string(ROW_KEYS_PROPERTY)}='1')")
         fault_point("compact:after-commit")
-        if mode == MERGE_ON_READ:
+        if mode == MERGE_ON_READ and not delta:
             _drop_branch(spark, name, branch)
         if layout.get("scd2"):
             _write_history(
@@ -487,18 +513,70 @@ def _batch_events(spark, changelog: Path, source_table: str):
 BUCKET_READ_ROWS = 200_000
 
 
-def _current_rows(spark, name: str, keys: set[str], buckets: int, records: int | None = None) -> pa.Table:
+def _current_rows(
+    spark, name: str, keys: set[str], buckets: int, records: int | None = None, positions: bool = False
+) -> tuple[pa.Table, Located | None]:
     """The current rows of ``keys``: one job over their buckets, filtered in Arrow when the buckets hold
-    at most :data:`BUCKET_READ_ROWS` by the table's ``records`` (else a broadcast semi-join on ``_cdc_key``)."""
+    at most :data:`BUCKET_READ_ROWS` by the table's ``records`` (else a broadcast semi-join on ``_cdc_key``).
+
+    With ``positions``, also where the rows the read saw live (every row of whole buckets read)."""
     from pyspark.sql import functions as F
 
     touched = sorted({bucket_of(k, buckets) for k in keys})
     current = spark.table(name).where(F.col("_cdc_bucket").isin(touched))
+    if positions:
+        current = current.select("*", *POSITION_COLUMNS)
+    wanted_keys = pa.array(sorted(keys), pa.string())
     if records is not None and records * len(touched) <= BUCKET_READ_ROWS * buckets:
-        rows = current.toArrow()
-        return rows.filter(pc.is_in(rows["_cdc_key"], pa.array(sorted(keys), pa.string())))
-    wanted = F.broadcast(spark.createDataFrame([(k,) for k in sorted(keys)], "k string"))
-    return current.join(wanted, current["_cdc_key"] == wanted["k"], "left_semi").toArrow()
+        read = current.toArrow()
+        located = Located.of(read, buckets=touched) if positions else None
+        rows = read.filter(pc.is_in(read["_cdc_key"], wanted_keys))
+    else:
+        wanted = F.broadcast(spark.createDataFrame([(k,) for k in sorted(keys)], "k string"))
+        rows = current.join(wanted, current["_cdc_key"] == wanted["k"], "left_semi").toArrow()
+        located = Located.of(rows, keys=keys) if positions else None
+    return (rows.drop_columns(POSITION_COLUMNS) if positions else rows), located
+
+
+def _row_delta(
+    spark,
+    name: str,
+    read_snapshot: int,
+    picked: pa.Table,
+    located: Located | None,
+    columns: list[tuple[str, str]],
+    buckets: int,
+    merge_buckets: list[int],
+    properties: dict[str, str],
+) -> bool:
+    """Commit the driver fold's ``row``s and ``gone`` markers as a row delta (``row_delta.commit_row_delta``),
+    locating the current rows the reads so far did not cover (one read). False: the caller merges (no JVM,
+    or a table whose schema holds columns the fold does not write)."""
+    table = _java_table(spark, name)
+    if table is None:
+        return False
+    keys = set(picked["_cdc_key"].to_pylist())
+    missing = {k for k in keys if located is None or not located.covers(k, buckets)}
+    if missing:
+        records = int(_head_summary(spark, name).get("total-records", 0))
+        found = _current_rows(spark, name, missing, buckets, records, positions=True)[1]
+        located = found if located is None else located.plus(found)
+    rows = picked.filter(pc.equal(picked["_cdc_kind"], "row"))
+    rows = rows.select([n for n, _ in columns] + META_NAMES).cast(table_schema(columns))
+    with inside_commit(spark, name):
+        done = commit_row_delta(spark, table, read_snapshot, rows, located.of_keys(keys), merge_buckets, properties)
+    spark.catalog.refreshTable(name)
+    return done
+
+
+def _append_in_driver(spark, log_name: str, logged: pa.Table, batch_id: str) -> bool:
+    """Append the driver's change-log rows from the driver (``row_delta.append_rows``: no Spark job); False
+    when there is no JVM or the log's schema is not ours (Spark appends them instead)."""
+    table = _java_table(spark, log_name)
+    if table is None or not append_rows(spark, table, logged, {BATCH_PROPERTY: batch_id}):
+        return False
+    spark.catalog.refreshTable(log_name)
+    return True
 
 
 def _kept_rows(spark, name: str, rewrite_buckets: list[int], folded: set[str], truncate_seq, columns):

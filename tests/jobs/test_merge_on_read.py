@@ -149,8 +149,14 @@ def test_a_small_batch_is_merged_on_read(spark, warehouse, tmp_path):
     assert batch_commits(warehouse, table, "small-b2") == 1
 
 
-def test_a_commit_to_main_before_publishing_makes_the_batch_fold_again(spark, warehouse, tmp_path, monkeypatch, caplog):
-    table = "MOR.RACE"
+@pytest.mark.parametrize("row_delta", [True, False], ids=["row-delta", "merge"])
+def test_a_commit_to_main_before_publishing_makes_the_batch_fold_again(
+    spark, warehouse, tmp_path, monkeypatch, caplog, row_delta
+):
+    """Another batch commits to the table's buckets after this one read it: this one's commit fails its
+    validation (the row delta's, or the fast-forward of the MERGE's branch) and the batch is folded again."""
+    monkeypatch.setenv("CDCLAKE_DRIVER_COMMITS", "1" if row_delta else "0")
+    table = f"MOR.RACE_{int(row_delta)}"
     expected = seed(spark, tmp_path, table)
     real_fault_point = compact_table_module.fault_point
     other: dict = {}
@@ -191,12 +197,14 @@ def test_a_commit_to_main_before_publishing_makes_the_batch_fold_again(spark, wa
     assert_rows(spark, warehouse, table, expected)
     for batch_id in ("race-mine", "race-other"):
         assert batch_commits(warehouse, table, batch_id) == 1
-    # the beaten attempt's merge stays in the metadata, on no branch
-    assert all_snapshots_of(warehouse, table, "race-mine") == 2
+    # the beaten MERGE stays in the metadata, on no branch; a beaten row delta commits nothing
+    assert all_snapshots_of(warehouse, table, "race-mine") == (1 if row_delta else 2)
     assert refs(spark, table) == ["main"]
+    assert ("committed as a row delta" in mine["tables"][table]["fold"]) == row_delta
 
 
 def test_a_merge_left_unpublished_by_a_crash_is_redone(spark, warehouse, tmp_path, monkeypatch):
+    monkeypatch.setenv("CDCLAKE_DRIVER_COMMITS", "0")  # the MERGE path (a row delta has no branch)
     table = "MOR.CRASH"
     expected = seed(spark, tmp_path, table)
     real = compact_publish._snapshot_properties

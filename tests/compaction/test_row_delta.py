@@ -1,0 +1,212 @@
+"""The driver fold's row delta (``cdclake.compaction.row_delta``): the data and position delete files it
+writes from the driver read back, through Spark and pyiceberg, as the rows a ``MERGE`` would leave, for
+every column type we write; a commit racing another one on its buckets fails as a conflict; a table whose
+schema the fold does not cover is left to the ``MERGE``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter
+from decimal import Decimal
+
+import pyarrow as pa
+import pytest
+
+from cdclake.coltypes import quote_ident
+from cdclake.compaction.lake_tables import META_DDL, _table_ddl
+from cdclake.compaction.lineage import _fresh_snapshot_id, _java_table
+from cdclake.compaction.publish import _is_conflict
+from cdclake.compaction.row_delta import LOCATED_COLUMNS, POSITION_COLUMNS, Located, commit_row_delta, table_schema
+from cdclake.merge import bucket_of, key_of
+from cdclake.naming import spark_table_name
+from cdclake.tables import read_rows
+
+pytestmark = pytest.mark.spark
+
+NS = "rowdelta"
+BUCKETS = 4
+NASTY = "a.b`c'd"
+COLUMNS = [
+    ("id", "bigint"),
+    ("s", "string"),
+    ("d", "double"),
+    ("b", "boolean"),
+    ("small", "decimal(10,2)"),
+    ("wide", "decimal(38,10)"),
+    ("ts", "timestamp"),
+    ("day", "date"),
+    ("bin", "binary"),
+    (NASTY, "string"),
+]
+UTC = dt.UTC
+
+
+def row(i: int, tag: str = "v") -> dict:
+    return {
+        "id": i,
+        "s": f"{tag}{i} é☃",
+        "d": i / 3,
+        "b": i % 2 == 0,
+        "small": Decimal(f"{i}.25"),
+        "wide": Decimal(f"123456789012345678901234567.{i:010d}"),
+        "ts": dt.datetime(2024, 1, 1, 0, 0, i % 60, 123456, tzinfo=UTC),
+        "day": dt.date(2024, 2, 1 + i % 28),
+        "bin": bytes([i % 256, 0, 255]),
+        NASTY: None if i % 3 == 0 else f"{tag}-{i}",
+    }
+
+
+def with_meta(r: dict, seq: int) -> dict:
+    key = key_of(r, ["id"])
+    return {
+        **r,
+        "_cdc_op": "INSERT",
+        "_cdc_seq": f"{seq:020d}",
+        "_cdc_ts": dt.datetime(2024, 1, 1, tzinfo=UTC),
+        "_cdc_batch": "b",
+        "_cdc_bucket": bucket_of(key, BUCKETS),
+        "_cdc_key": key,
+    }
+
+
+def make_table(spark, table: str, rows: list[dict]) -> str:
+    name = spark_table_name(table, NS)
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {name.rsplit('.', 1)[0]}")
+    spark.sql(
+        f"CREATE TABLE {name} ({_table_ddl(COLUMNS, META_DDL)}) USING iceberg PARTITIONED BY (_cdc_bucket) "
+        "TBLPROPERTIES ('format-version'='2', 'write.delete.mode'='merge-on-read', 'cdclake.keys'='id')"
+    )
+    spark.createDataFrame([with_meta(r, 1) for r in rows], _table_ddl(COLUMNS, META_DDL)).writeTo(name).append()
+    return name
+
+
+def arrow_rows(rows: list[dict]) -> pa.Table:
+    return pa.Table.from_pylist(rows, schema=table_schema(COLUMNS))
+
+
+def located(spark, name: str) -> Located:
+    spark.catalog.refreshTable(name)
+    read = spark.table(name).select("*", *POSITION_COLUMNS).toArrow()
+    return Located.of(read, buckets=range(BUCKETS))
+
+
+def spark_rows(spark, name: str) -> dict[int, dict]:
+    spark.catalog.refreshTable(name)
+    cols = [quote_ident(n) for n, _ in COLUMNS]
+    return {r["id"]: r.asDict() for r in spark.table(name).select(*cols).collect()}
+
+
+def normalized(r: dict) -> dict:
+    """Spark's and pyiceberg's values compared alike (timestamps in UTC, bytes as bytes)."""
+    out = {}
+    for k, v in r.items():
+        if isinstance(v, dt.datetime):
+            v = v.astimezone(UTC) if v.tzinfo else v.replace(tzinfo=UTC)
+        if isinstance(v, bytearray):
+            v = bytes(v)
+        out[k] = v
+    return out
+
+
+def test_a_row_delta_leaves_the_rows_a_merge_would_for_every_column_type(spark, warehouse):
+    table = "RD.TYPES"
+    before = {i: row(i) for i in range(40)}
+    name = make_table(spark, table, list(before.values()))
+    snapshot = _fresh_snapshot_id(spark, name)
+    where = located(spark, name)
+    updated = {i: row(i, "u") for i in (1, 2, 5, 17)}
+    updated[2] = {**updated[2], "s": None, "small": None, "ts": None, "bin": None}  # values set to NULL
+    inserted = {100: row(100, "n"), 101: row(101, "n")}
+    deleted = {3, 30}
+    new_rows = arrow_rows([with_meta(r, 2) for r in (*updated.values(), *inserted.values())])
+    keys = {key_of({"id": i}, ["id"]) for i in (*updated, *deleted, *inserted)}
+    deletes = where.of_keys(keys)
+    assert deletes.num_rows == len(updated) + len(deleted)  # the inserted keys had no row
+    buckets = sorted({bucket_of(k, BUCKETS) for k in keys})
+    table_obj = _java_table(spark, name)
+    assert commit_row_delta(spark, table_obj, snapshot, new_rows, deletes, buckets, {"cdclake.batch-id": "rd"})
+
+    expected = {**before, **updated, **inserted}
+    for i in deleted:
+        del expected[i]
+    expected = {i: normalized(r) for i, r in expected.items()}
+    assert {i: normalized(r) for i, r in spark_rows(spark, name).items()} == expected
+    lake = {r["id"]: normalized(r) for r in read_rows(warehouse, table, namespace=NS)}
+    assert lake == expected  # pyiceberg applies the position deletes itself
+    summary = spark.sql(f"SELECT summary FROM {name}.snapshots ORDER BY committed_at DESC LIMIT 1").first()[0]
+    assert summary["cdclake.batch-id"] == "rd"
+    assert int(summary["added-position-deletes"]) == len(updated) + len(deleted)
+    assert int(summary["added-data-files"]) == len({bucket_of(r["_cdc_key"], BUCKETS) for r in new_rows.to_pylist()})
+    # each delete file names the one data file it deletes from; every file counts its records
+    files = spark.sql(f"SELECT content, file_path, record_count, referenced_data_file FROM {name}.files").collect()
+    deletes_by_file = {f["referenced_data_file"]: f["record_count"] for f in files if f["content"] == 1}
+    assert deletes_by_file == {p: n for p, n in Counter(deletes["_file"].to_pylist()).items()}
+    added = [f for f in files if f["content"] == 0 and "cdclake-" in f["file_path"]]
+    assert sum(f["record_count"] for f in added) == new_rows.num_rows
+
+
+def test_a_row_delta_racing_a_commit_on_its_buckets_fails_as_a_conflict(spark, warehouse):
+    name = make_table(spark, "RD.RACE", [row(i) for i in range(20)])
+    snapshot = _fresh_snapshot_id(spark, name)
+    where = located(spark, name)
+    key = key_of({"id": 4}, ["id"])
+    spark.createDataFrame([with_meta(row(4, "other"), 3)], _table_ddl(COLUMNS, META_DDL)).writeTo(name).append()
+    with pytest.raises(Exception) as raised:
+        commit_row_delta(
+            spark,
+            _java_table(spark, name),
+            snapshot,
+            arrow_rows([with_meta(row(4, "mine"), 2)]),
+            where.of_keys({key}),
+            [bucket_of(key, BUCKETS)],
+            {},
+        )
+    assert _is_conflict(raised.value), raised.value
+    spark.catalog.refreshTable(name)
+    assert sorted(r["s"] for r in spark.table(name).where("id = 4").collect()) == ["other4 é☃", "v4 é☃"]  # untouched
+
+
+def test_a_table_with_a_column_the_fold_does_not_write_is_left_to_the_merge(spark, warehouse):
+    name = make_table(spark, "RD.EXTRA", [row(i) for i in range(5)])
+    spark.sql(f"ALTER TABLE {name} ADD COLUMN extra string")
+    before = spark.sql(f"SELECT count(*) AS n FROM {name}.snapshots").first()["n"]
+    snapshot = _fresh_snapshot_id(spark, name)
+    where = located(spark, name)
+    key = key_of({"id": 1}, ["id"])
+    done = commit_row_delta(
+        spark,
+        _java_table(spark, name),
+        snapshot,
+        arrow_rows([with_meta(row(1, "u"), 2)]),
+        where.of_keys({key}),
+        [bucket_of(key, BUCKETS)],
+        {},
+    )
+    assert done is False
+    assert spark.sql(f"SELECT count(*) AS n FROM {name}.snapshots").first()["n"] == before
+
+
+def test_located_covers_whole_buckets_and_keys_read_by_key():
+    one, two = "[1]", next(f"[{i}]" for i in range(2, 99) if bucket_of(f"[{i}]", 8) != bucket_of("[1]", 8))
+    other = next(
+        f"[{i}]" for i in range(100, 999) if bucket_of(f"[{i}]", 8) not in {bucket_of(k, 8) for k in (one, two)}
+    )
+    read = pa.table(
+        {
+            "_cdc_key": [one, two],
+            "_cdc_bucket": pa.array([bucket_of(one, 8), bucket_of(two, 8)], pa.int32()),
+            "_file": ["f1", "f2"],
+            "_pos": pa.array([0, 5], pa.int64()),
+            "id": [1, 2],
+        }
+    )
+    by_bucket = Located.of(read, buckets=[bucket_of(one, 8)])
+    assert by_bucket.positions.column_names == LOCATED_COLUMNS
+    assert by_bucket.covers(one, 8) and not by_bucket.covers(two, 8) and not by_bucket.covers(other, 8)
+    both = by_bucket.plus(Located.of(read.slice(1), keys={two, other}))
+    assert both.covers(two, 8) and both.covers(other, 8)
+    # the row of ``two`` was seen by both reads: its position is deleted once
+    assert both.of_keys({two, other}).to_pylist() == [
+        {"_cdc_key": two, "_cdc_bucket": bucket_of(two, 8), "_file": "f2", "_pos": 5}
+    ]
