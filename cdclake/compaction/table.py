@@ -57,6 +57,7 @@ import pyarrow.compute as pc
 
 from cdclake.batch import read_report
 from cdclake.coltypes import quote_ident
+from cdclake.compaction.driver_read import read_buckets
 from cdclake.compaction.folding import _aliased, _aliases, _real_names, _renamed, fold_history_part, fold_part
 from cdclake.compaction.lake_tables import (
     HISTORY_META_DDL,
@@ -280,7 +281,9 @@ def compact_table(
                     table_arrow = table_arrow.drop_columns(POSITION_COLUMNS)
                 state_rows = table_arrow.filter(pc.is_in(table_arrow["_cdc_key"], pa.array(sorted(candidates))))
             else:
-                state_rows, located = _current_rows(spark, name, candidates, buckets, records, positions=direct)
+                state_rows, located = _current_rows(
+                    spark, name, candidates, buckets, records, direct, read_snapshot, columns
+                )
             seqs = dict(zip(state_rows["_cdc_key"].to_pylist(), state_rows["_cdc_seq"].to_pylist(), strict=True))
             in_order = in_order_keys(good_arrow, candidates, seqs, truncate_seq)
             key_set -= in_order
@@ -514,12 +517,22 @@ BUCKET_READ_ROWS = 200_000
 
 
 def _current_rows(
-    spark, name: str, keys: set[str], buckets: int, records: int | None = None, positions: bool = False
+    spark,
+    name: str,
+    keys: set[str],
+    buckets: int,
+    records: int | None = None,
+    positions: bool = False,
+    snapshot: int | None = None,
+    columns: list[tuple[str, str]] | None = None,
 ) -> tuple[pa.Table, Located | None]:
-    """The current rows of ``keys``: one job over their buckets, filtered in Arrow when the buckets hold
-    at most :data:`BUCKET_READ_ROWS` by the table's ``records`` (else a broadcast semi-join on ``_cdc_key``).
+    """The current rows of ``keys``: their whole buckets filtered in Arrow when they hold at most
+    :data:`BUCKET_READ_ROWS` by the table's ``records`` (else one Spark job, a broadcast semi-join on
+    ``_cdc_key``).
 
-    With ``positions``, also where the rows the read saw live (every row of whole buckets read)."""
+    With ``positions``, also where the rows the read saw live (every row of whole buckets read); whole
+    buckets are then read by pyiceberg in the driver at ``snapshot`` (``driver_read``; the table's
+    ``columns`` give the schema), else by one Spark job."""
     from pyspark.sql import functions as F
 
     touched = sorted({bucket_of(k, buckets) for k in keys})
@@ -528,7 +541,12 @@ def _current_rows(
         current = current.select("*", *POSITION_COLUMNS)
     wanted_keys = pa.array(sorted(keys), pa.string())
     if records is not None and records * len(touched) <= BUCKET_READ_ROWS * buckets:
-        read = current.toArrow()
+        read = None
+        if positions and snapshot is not None and columns is not None:
+            placed = table_schema(columns).append(pa.field("_file", pa.string())).append(pa.field("_pos", pa.int64()))
+            read = read_buckets(spark, name, snapshot, touched, placed)
+        if read is None:
+            read = current.toArrow()
         located = Located.of(read, buckets=touched) if positions else None
         rows = read.filter(pc.is_in(read["_cdc_key"], wanted_keys))
     else:
@@ -559,7 +577,7 @@ def _row_delta(
     missing = {k for k in keys if located is None or not located.covers(k, buckets)}
     if missing:
         records = int(_head_summary(spark, name).get("total-records", 0))
-        found = _current_rows(spark, name, missing, buckets, records, positions=True)[1]
+        found = _current_rows(spark, name, missing, buckets, records, True, read_snapshot, columns)[1]
         located = found if located is None else located.plus(found)
     rows = picked.filter(pc.equal(picked["_cdc_kind"], "row"))
     rows = rows.select([n for n, _ in columns] + META_NAMES).cast(table_schema(columns))

@@ -1,7 +1,8 @@
-"""The driver fold's row delta (``cdclake.compaction.row_delta``): the data and position delete files it
-writes from the driver read back, through Spark and pyiceberg, as the rows a ``MERGE`` would leave, for
-every column type we write; a commit racing another one on its buckets fails as a conflict; a table whose
-schema the fold does not cover is left to the ``MERGE``.
+"""The driver fold's own commits (``cdclake.compaction.row_delta``) and reads (``driver_read``): the data
+and position delete files it writes from the driver read back, through Spark and pyiceberg, as the rows a
+``MERGE`` would leave, for every column type we write; a commit racing another one on its buckets fails as
+a conflict; pyiceberg's read of whole buckets finds the rows and places Spark finds; a table whose schema
+the fold does not cover is left to Spark.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import pyarrow as pa
 import pytest
 
 from cdclake.coltypes import quote_ident
+from cdclake.compaction.driver_read import read_buckets
 from cdclake.compaction.lake_tables import META_DDL, _table_ddl
 from cdclake.compaction.lineage import _fresh_snapshot_id, _java_table
 from cdclake.compaction.publish import _is_conflict
@@ -210,3 +212,42 @@ def test_located_covers_whole_buckets_and_keys_read_by_key():
     assert both.of_keys({two, other}).to_pylist() == [
         {"_cdc_key": two, "_cdc_bucket": bucket_of(two, 8), "_file": "f2", "_pos": 5}
     ]
+
+
+def test_the_driver_read_sees_the_rows_and_places_spark_sees(spark, warehouse):
+    """pyiceberg's read of whole buckets (``driver_read``): the same live rows, ``_file`` and ``_pos`` as
+    Spark's, after position deletes written by a row delta and by Spark's own merge-on-read ``DELETE``."""
+    name = make_table(spark, "RD.READ", [row(i) for i in range(60)])
+    more = [with_meta(row(i), 1) for i in range(60, 90)]
+    spark.createDataFrame(more, _table_ddl(COLUMNS, META_DDL)).writeTo(name).append()  # 2 files a bucket
+    where = located(spark, name)
+    keys = {key_of({"id": i}, ["id"]) for i in (1, 2, 61)}
+    commit_row_delta(
+        spark,
+        _java_table(spark, name),
+        _fresh_snapshot_id(spark, name),
+        arrow_rows([with_meta(row(2, "u"), 2)]),
+        where.of_keys(keys),
+        sorted({bucket_of(k, BUCKETS) for k in keys}),
+        {},
+    )
+    spark.catalog.refreshTable(name)  # as the pipeline does after its own commits
+    spark.sql(f"DELETE FROM {name} WHERE id IN (7, 70)")
+    snapshot = _fresh_snapshot_id(spark, name)
+    placed = table_schema(COLUMNS).append(pa.field("_file", pa.string())).append(pa.field("_pos", pa.int64()))
+    touched = [0, 2, 3]
+    got = read_buckets(spark, name, snapshot, touched, placed)
+    spark.catalog.refreshTable(name)
+    expected = spark.table(name).where(f"_cdc_bucket IN {tuple(touched)}").select("*", *POSITION_COLUMNS).toArrow()
+    order = [("_file", "ascending"), ("_pos", "ascending")]
+    as_rows = [normalized(r) for r in got.sort_by(order).to_pylist()]
+    assert as_rows == [normalized(r) for r in expected.sort_by(order).to_pylist()]
+    assert {r["id"] for r in as_rows}.isdisjoint({1, 7, 61, 70}) and len(as_rows) > 10
+    assert got.schema == placed
+
+
+def test_the_driver_read_leaves_a_table_of_other_columns_to_spark(spark, warehouse):
+    name = make_table(spark, "RD.READ_EXTRA", [row(i) for i in range(5)])
+    spark.sql(f"ALTER TABLE {name} ADD COLUMN extra string")
+    placed = table_schema(COLUMNS).append(pa.field("_file", pa.string())).append(pa.field("_pos", pa.int64()))
+    assert read_buckets(spark, name, _fresh_snapshot_id(spark, name), [0, 1, 2, 3], placed) is None

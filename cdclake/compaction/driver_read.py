@@ -1,0 +1,76 @@
+"""A few buckets' current rows read in the driver by pyiceberg, with each row's place (``_file``, ``_pos``).
+
+The row-state read of a larger table reads whole touched buckets and filters the batch's keys in Arrow.
+Through Spark that is a job whose rows are converted to Arrow in the JVM and sent over a socket
+(0.5-1.1 s for 100k rows of 16 buckets, warm); pyiceberg reads the same Parquet files straight into Arrow
+in 0.07-0.3 s. It reads at the snapshot the compaction validates from, planned from the metadata file
+the session's catalog holds (no second catalog connection).
+
+Positions: each data file is read whole, without its deletes, so its rows come in file order and a row's
+``_pos`` is its index; the position deletes (pyiceberg's own reader of delete files and deletion vectors)
+are then removed. Anything this reader does not handle (equality deletes, a schema other than the fold's
+columns, no JVM) returns None and the caller reads through Spark.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cdclake.compaction.lineage import _java_table
+from cdclake.compaction.row_delta import POSITION_COLUMNS, file_schema
+
+logger = logging.getLogger(__name__)
+
+
+def read_buckets(spark, name: str, snapshot_id: int, buckets: list[int], schema: pa.Schema) -> pa.Table | None:
+    """Every live row of ``buckets`` of ``name`` at ``snapshot_id`` in ``schema`` (the table's columns, then
+    ``_file`` and ``_pos``), or None when this reader does not apply."""
+    from pyiceberg.expressions import AlwaysTrue, In
+    from pyiceberg.io.pyarrow import ArrowScan, _read_all_delete_files
+    from pyiceberg.manifest import DataFileContent
+    from pyiceberg.table import FileScanTask, StaticTable
+
+    columns = pa.schema(list(schema)[: -len(POSITION_COLUMNS)])
+    table = _java_table(spark, name)
+    if table is None or file_schema(table, columns) is None:
+        return None
+    location = table.operations().current().metadataFileLocation()
+    static = StaticTable.from_metadata(location, properties=_io_properties(location))
+    scan = static.scan(row_filter=In("_cdc_bucket", set(buckets)), snapshot_id=snapshot_id)
+    tasks = list(scan.plan_files())
+    if any(d.content == DataFileContent.EQUALITY_DELETES for t in tasks for d in t.delete_files):
+        return None
+    whole = [FileScanTask(t.file) for t in tasks]  # no deletes, no filter: every row, in file order
+    read = ArrowScan(static.metadata, static.io, scan.projection(), AlwaysTrue()).to_table(whole)
+    counts = [t.file.record_count for t in tasks]
+    if read.num_rows != sum(counts):  # rows not in file order after all: positions would be wrong
+        logger.warning("%s: pyiceberg read %d rows of %d; reading through Spark", name, read.num_rows, sum(counts))
+        return None
+    read = read.select(columns.names).cast(columns)
+    paths = pa.array([t.file.file_path for t in tasks], pa.string())
+    read = read.append_column("_file", pc.take(paths, pa.array(np.repeat(np.arange(len(counts)), counts))))
+    starts = np.repeat(np.cumsum(counts) - counts, counts)  # each row's file's first row
+    read = read.append_column("_pos", pa.array(np.arange(read.num_rows) - starts, pa.int64()))
+    deletes = _read_all_delete_files(static.io, tasks)
+    if deletes:
+        read = read.filter(pc.invert(_deleted(read, deletes)))
+    return read.cast(schema)
+
+
+def _deleted(read: pa.Table, deletes: dict[str, list[pa.ChunkedArray]]) -> pa.ChunkedArray:
+    """True for the rows whose (``_file``, ``_pos``) a position delete names."""
+    marks = [f"{path}\x00{int(pos)}" for path, arrays in deletes.items() for arr in arrays for pos in arr.to_pylist()]
+    keys = pc.binary_join_element_wise(read["_file"], pc.cast(read["_pos"], pa.string()), "\x00")
+    return pc.is_in(keys, pa.array(marks, pa.string()))
+
+
+def _io_properties(location: str) -> dict[str, str]:
+    """pyiceberg FileIO properties for the metadata's location (S3 endpoint and style from the settings)."""
+    from cdclake.settings import CatalogSettings, is_s3
+    from cdclake.tables import s3_properties
+
+    return s3_properties(CatalogSettings.from_env()) if is_s3(location) else {}
