@@ -10,6 +10,7 @@ from typing import Any
 import pyarrow as pa
 
 from cdclake.coltypes import arrow_type, quote_ident
+from cdclake.compaction.lake_tables import table_schema
 from cdclake.compaction.routing import _prepare_row
 from cdclake.merge import LoggedEvent, bucket_of, key_of, refold
 from cdclake.schema_evolution import ColumnMap
@@ -47,18 +48,8 @@ def _renamed(table: pa.Table, names: list[str]) -> pa.Table:
 
 
 def _out_schema(columns: list[tuple[str, str]]) -> pa.Schema:
-    fields = [pa.field(n, arrow_type(t)) for n, t in columns]
-    fields += [
-        pa.field("_cdc_op", pa.string()),
-        pa.field("_cdc_seq", pa.string()),
-        pa.field("_cdc_ts", pa.timestamp("us", tz="UTC")),
-        pa.field("_cdc_batch", pa.string()),
-        pa.field("_cdc_bucket", pa.int32()),
-        pa.field("_cdc_key", pa.string()),
-        pa.field("_cdc_kind", pa.string()),
-        pa.field("_cdc_info", pa.string()),
-    ]
-    return pa.schema(fields)
+    """A fold's output: the table's rows, what each is (``row``, ``gone``, ``stats``) and the stats."""
+    return table_schema(columns).append(pa.field("_cdc_kind", pa.string())).append(pa.field("_cdc_info", pa.string()))
 
 
 def fold_part(

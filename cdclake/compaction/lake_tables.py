@@ -9,11 +9,22 @@ from typing import Any
 
 import pyarrow as pa
 
-from cdclake.coltypes import canonical_type, quote_ident
+from cdclake.coltypes import arrow_type, canonical_type, quote_ident
 from cdclake.naming import SOURCE_TABLE_PROPERTY
 
 META_DDL = "_cdc_op string, _cdc_seq string, _cdc_ts timestamp, _cdc_batch string, _cdc_bucket int, _cdc_key string"
 META_NAMES = ["_cdc_op", "_cdc_seq", "_cdc_ts", "_cdc_batch", "_cdc_bucket", "_cdc_key"]
+#: The hidden columns as Arrow types (the driver's rows of a lake table end with them).
+META_SCHEMA = pa.schema(
+    [
+        ("_cdc_op", pa.string()),
+        ("_cdc_seq", pa.string()),
+        ("_cdc_ts", pa.timestamp("us", tz="UTC")),
+        ("_cdc_batch", pa.string()),
+        ("_cdc_bucket", pa.int32()),
+        ("_cdc_key", pa.string()),
+    ]
+)
 LOG_SUFFIX = "__changes"
 LOG_DDL = (
     "_key string, _old_key string, _cdc_bucket int, _role string, op string, seq string, event_ts timestamp, "
@@ -61,6 +72,11 @@ HISTORY_META_NAMES = [
     "_cdc_batch",
     "_cdc_bucket",
 ]
+
+
+def table_schema(columns: list[tuple[str, str]]) -> pa.Schema:
+    """The Arrow schema of a lake table's rows: ``columns`` (name, Spark SQL type), then the hidden ones."""
+    return pa.schema([pa.field(n, arrow_type(t)) for n, t in columns] + list(META_SCHEMA))
 
 
 def _sql_string(value: str) -> str:

@@ -28,30 +28,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from cdclake.coltypes import arrow_type
 from cdclake.faults import AFTER_FILES_WRITTEN, fault_point
 from cdclake.merge import bucket_of
 
 #: Iceberg's reserved field ids of a position delete file's columns (the spec's ``file_path`` and ``pos``).
 DELETE_FILE_PATH_ID, DELETE_POS_ID = 2147483546, 2147483545
-#: The hidden columns every lake table ends with (``lake_tables.META_DDL``), with their Arrow types.
-META_SCHEMA = pa.schema(
-    [
-        ("_cdc_op", pa.string()),
-        ("_cdc_seq", pa.string()),
-        ("_cdc_ts", pa.timestamp("us", tz="UTC")),
-        ("_cdc_batch", pa.string()),
-        ("_cdc_bucket", pa.int32()),
-        ("_cdc_key", pa.string()),
-    ]
-)
-
-
-def table_schema(columns: list[tuple[str, str]]) -> pa.Schema:
-    """The Arrow schema of a lake table's rows: ``columns`` (name, Spark SQL type), then the hidden ones."""
-    return pa.schema([pa.field(n, arrow_type(t)) for n, t in columns] + list(META_SCHEMA))
-
-
 #: Threads building Iceberg's file objects (each a few Py4J calls, waiting on the JVM).
 FILE_THREADS = 4
 #: Iceberg's metadata columns of a row's place: its data file and its position in it.

@@ -75,6 +75,7 @@ from cdclake.compaction.lake_tables import (
     _sql_string,
     _table_ddl,
     ensure_tables,
+    table_schema,
 )
 from cdclake.compaction.lineage import (
     COUNTS_PROPERTY,
@@ -97,7 +98,7 @@ from cdclake.compaction.publish import (
     _validated,
 )
 from cdclake.compaction.routing import _component_homes, _linked_keys, _with_part, route_events
-from cdclake.compaction.row_delta import POSITION_COLUMNS, Located, append_rows, commit_row_delta, table_schema
+from cdclake.compaction.row_delta import POSITION_COLUMNS, Located, append_rows, commit_row_delta
 from cdclake.compaction.row_state import candidate_keys, fold_onto_rows, in_order_keys
 from cdclake.compaction.strategy import MERGE_ON_READ, OVERWRITE, _choose_mode
 from cdclake.faults import fault_point, inside_commit

@@ -16,10 +16,10 @@ import pytest
 
 from cdclake.coltypes import quote_ident
 from cdclake.compaction.driver_read import read_buckets
-from cdclake.compaction.lake_tables import META_DDL, _table_ddl
+from cdclake.compaction.lake_tables import META_DDL, _table_ddl, table_schema
 from cdclake.compaction.lineage import _fresh_snapshot_id, _java_table
 from cdclake.compaction.publish import _is_conflict
-from cdclake.compaction.row_delta import LOCATED_COLUMNS, POSITION_COLUMNS, Located, commit_row_delta, table_schema
+from cdclake.compaction.row_delta import LOCATED_COLUMNS, POSITION_COLUMNS, Located, commit_row_delta
 from cdclake.merge import bucket_of, key_of
 from cdclake.naming import spark_table_name
 from cdclake.tables import read_rows
