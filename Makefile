@@ -30,6 +30,9 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m pip install -q --disable-pip-version-check uv==0.13.9
 	$(VENV)/bin/uv pip install -q -p $(PY) -r requirements.txt
 	$(VENV)/bin/uv pip install -q -p $(PY) --no-deps -e .
+	@# pyspark is an sdist: every fresh clone builds it into a new ~1.2 GB revision of uv's cache, which
+	@# filled this machine's disk after ~45 installs (CI failed on it); keep only what is still reachable
+	-@$(VENV)/bin/uv cache prune -q
 	@# bytecode now: with PYTHONDONTWRITEBYTECODE set (as on CI machines) every Airflow task, spark-submit
 	@# driver and Python worker would otherwise recompile what it imports (6.8 s -> 2.7 s per process here)
 	@$(PY) -m compileall -q -j 0 $(VENV)/lib >/dev/null 2>&1 || true
