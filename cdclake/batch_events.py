@@ -42,6 +42,22 @@ def decoded_rows(files: list[Path]) -> int:
     return sum(pq.ParquetFile(f).metadata.num_rows for f in files)
 
 
+#: Above this many uncompressed bytes of decoded events (the Parquet footers' total), normalize runs in
+#: Spark whatever the event count: the driver holds the events as Arrow plus the column census's
+#: integers, about 10x the uncompressed size at its peak (100k GoldenGate JSON events of 10-20 columns:
+#: 51 MiB, the Python driver 73 -> 603 MiB), so wide rows do not slip under the event bound.
+DRIVER_NORMALIZE_BYTES = 80 * 2**20
+
+
+def decoded_bytes(files: list[Path]) -> int:
+    """Uncompressed bytes of ``files``' row groups, from their Parquet footers (no data read)."""
+    total = 0
+    for f in files:
+        meta = pq.ParquetFile(f).metadata
+        total += sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+    return total
+
+
 def read_events(files: list[Path]) -> pa.Table:
     """The events of ``files`` as one table of :data:`EVENT_SCHEMA`, in file order."""
     names = EVENT_SCHEMA.names
@@ -120,63 +136,99 @@ def _column_hints(meta: pa.Array) -> pa.Array:
     return pa.array(out, pa.string())
 
 
+def _dense_rank(rows: pa.Table, columns: list[str]) -> np.ndarray:
+    """Per row, the dense rank of its ``columns`` in ascending order (nulls first): equal values, equal rank."""
+    order = pc.sort_indices(rows, sort_keys=[(c, "ascending", "at_start") for c in columns])
+    ranked = rows.select(columns).take(order)
+    new_value = np.zeros(rows.num_rows, dtype=bool)
+    new_value[0] = True
+    for name in columns:
+        column = ranked[name].combine_chunks()
+        head, tail = column.slice(0, len(column) - 1), column.slice(1)
+        differs = pc.fill_null(pc.not_equal(head, tail), False)  # both null: equal
+        differs = pc.or_(differs, pc.xor(head.is_null(), tail.is_null()))
+        new_value[1:] |= differs.to_numpy(zero_copy_only=False)
+    rank = np.empty(rows.num_rows, dtype=np.int64)
+    rank[order.to_numpy()] = np.cumsum(new_value) - 1
+    return rank
+
+
 def column_kinds(events: pa.Table) -> list[dict[str, Any]]:
     """Per (table, column) of the row events' images: ``first`` (seq, source file, source offset, image,
     position: where it was first seen), ``kinds`` (the distinct kinds of its values) and ``hints`` (a
-    ``column_types`` object of the events carrying it), as normalize's kinds query collects them."""
+    ``column_types`` object of the events carrying it), as normalize's kinds query collects them.
+
+    One entry per image value, but only integers per entry (the row's rank by (seq, source file, source
+    offset), the image, the position) and the map's own key and value arrays: repeating each row's
+    strings per entry and sorting them all took 3.6 s and 650 MB for 100k events of 20 columns.
+    """
     rows = events.filter(pc.is_in(events["op"], pa.array(sorted(ROW_OPS))))
     if not rows.num_rows:
         return []
     hints = _column_hints(rows["meta"])
-    parts = []
+    tables = rows["table"].combine_chunks().dictionary_encode()
+    rank = _dense_rank(rows, ["seq", "source_file", "source_offset"])
+    images = []
     for index, image in enumerate(("before", "after")):
         # a fresh copy: offsets from 0 and children holding exactly the rows' entries (a sliced map's
         # children are its parent's, and Arrow's list kernels do not take map arrays)
         maps = rows[image].combine_chunks().take(pa.array(range(rows.num_rows), pa.int64()))
         offsets = maps.offsets.to_numpy()
         sizes = np.diff(offsets)
-        if not sizes.sum():
-            continue
-        parent = pa.array(np.repeat(np.arange(len(sizes), dtype=np.int64), sizes))
-        position = pa.array(np.arange(offsets[-1], dtype=np.int64) - np.repeat(offsets[:-1], sizes), pa.int32())
-        keys, values = maps.keys, maps.items
+        if sizes.sum():
+            images.append((index, maps, offsets, sizes))
+    if not images:
+        return []
+    width = int(max(sizes.max() for _, _, _, sizes in images)) + 1  # positions below it: (rank, image, pos) as one int
+    has_hint = hints.is_valid().to_numpy(zero_copy_only=False)
+    parts = []
+    for index, maps, offsets, sizes in images:
+        parent = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
+        position = np.arange(offsets[-1], dtype=np.int64) - np.repeat(offsets[:-1], sizes)
         parts.append(
             pa.table(
                 {
-                    "table": pc.take(rows["table"], parent),
-                    "col": keys,
-                    "seq": pc.take(rows["seq"], parent),
-                    "source_file": pc.take(rows["source_file"], parent),
-                    "source_offset": pc.take(rows["source_offset"], parent),
-                    "image": pa.array([index] * len(parent), pa.int32()),
-                    "pos": position,
-                    "kind": _kind(values),
-                    "hints": pc.take(hints, parent),
+                    "table": pc.take(tables.indices, pa.array(parent)),
+                    "col": maps.keys,
+                    "order": pa.array(rank[parent] * (2 * width) + index * width + position),
+                    "row": pa.array(parent),
+                    "kind": _kind(maps.items),
+                    "hinted": pa.array(has_hint[parent]),
                 }
             )
         )
-    if not parts:
-        return []
     flat = pa.concat_tables(parts)
-    order = ["table", "col", "seq", "source_file", "source_offset", "image", "pos"]
-    flat = flat.sort_by([(c, "ascending", "at_start") for c in order])
-    firsts = pc.ScalarAggregateOptions(skip_nulls=False)
     grouped = flat.group_by(["table", "col"], use_threads=False).aggregate(
-        [(c, "first", firsts) for c in order[2:]]
-        + [("kind", "distinct", pc.CountOptions(mode="only_valid")), ("hints", "first")]
+        [("order", "min"), ("kind", "distinct", pc.CountOptions(mode="only_valid"))]
     )
+    first_hint: dict[tuple[Any, str], int] = {}
+    hinted = flat.filter(flat["hinted"])
+    if hinted.num_rows:  # the first hinted entry per column in (rank, image, position) order, then row order
+        hinted = hinted.take(pc.sort_indices(hinted, sort_keys=[("order", "ascending"), ("row", "ascending")]))
+        firsts = hinted.group_by(["table", "col"], use_threads=False).aggregate([("row", "first")])
+        for t, c, r in zip(*(firsts[n].to_pylist() for n in ("table", "col", "row_first")), strict=True):
+            first_hint[(t, c)] = r
+    names = tables.dictionary.to_pylist()
+    by_rank = np.empty(int(rank.max()) + 1, dtype=np.int64)
+    by_rank[rank] = np.arange(rows.num_rows)  # a row of each rank (rows of one rank share the three values)
+    seqs, files, offsets_ = (rows[c].to_pylist() for c in ("seq", "source_file", "source_offset"))
+    hint_texts = hints.to_pylist()
     out = []
-    for row in grouped.to_pylist():
+    for t, col, order, kinds in zip(
+        *(grouped[n].to_pylist() for n in ("table", "col", "order_min", "kind_distinct")), strict=True
+    ):
+        row = int(by_rank[order // (2 * width)])
+        hint_row = first_hint.get((t, col))
         out.append(
             {
-                "table": row["table"],
-                "col": row["col"],
-                "first": tuple(row[f"{c}_first"] for c in order[2:]),
-                "kinds": row["kind_distinct"],
-                "hints": row["hints_first"],
+                "table": None if t is None else names[t],
+                "col": col,
+                "first": (seqs[row], files[row], offsets_[row], (order // width) % 2, order % width),
+                "kinds": kinds,
+                "hints": None if hint_row is None else hint_texts[hint_row],
             }
         )
-    return out
+    return sorted(out, key=lambda r: (r["table"] is not None, r["table"] or "", r["col"]))
 
 
 def schema_events(events: pa.Table, columns: list[str]) -> list[dict[str, Any]]:

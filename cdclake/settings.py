@@ -149,8 +149,9 @@ class Settings:
     #: task function the Spark job runs, with no job and no Python worker to start (0: always a Spark job).
     driver_decode_bytes: int = 4 * 2**20
     #: A batch of at most this many decoded events (and none carried in from an earlier batch, no
-    #: transaction marks) is normalized in the driver over Arrow, with no Spark job (0: always Spark).
-    driver_normalize_rows: int = 50_000
+    #: transaction marks) is normalized in the driver over Arrow, with no Spark job (0: always Spark); a
+    #: second bound on their bytes is ``batch_events.DRIVER_NORMALIZE_BYTES``.
+    driver_normalize_rows: int = 150_000
     #: Keys without key changes fold in Spark SQL on the workers path (docs/decisions.md, "The fold at native
     #: speed"); off: every key through the Python reference fold (``cdclake.merge``).
     native_fold: bool = True
@@ -191,7 +192,7 @@ class Settings:
             compact_threads=max(1, int(env.get("CDCLAKE_COMPACT_THREADS", "4"))),
             driver_fold_rows=max(0, int(env.get("CDCLAKE_DRIVER_FOLD_ROWS", "5000"))),
             driver_decode_bytes=max(0, int(env.get("CDCLAKE_DRIVER_DECODE_BYTES", str(4 * 2**20)))),
-            driver_normalize_rows=max(0, int(env.get("CDCLAKE_DRIVER_NORMALIZE_ROWS", "50000"))),
+            driver_normalize_rows=max(0, int(env.get("CDCLAKE_DRIVER_NORMALIZE_ROWS", "150000"))),
             native_fold=env.get("CDCLAKE_NATIVE_FOLD", "1").strip().lower() not in ("0", "false", "no", "off"),
             row_state=env.get("CDCLAKE_ROW_STATE", "1").strip().lower() not in ("0", "false", "no", "off"),
             driver_commits=env.get("CDCLAKE_DRIVER_COMMITS", "1").strip().lower() not in ("0", "false", "no", "off"),

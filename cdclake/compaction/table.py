@@ -218,13 +218,25 @@ def compact_table(
             lambda it: route_events(it, keys, types, buckets, batch_id, cmap), LOG_DDL + ", _error string"
         ).write.mode("overwrite").parquet(str(routed_dir))
         routed = spark.read.parquet(str(routed_dir))
+        # one job counts what three did: the quarantined rows, the good ones, and the batch's truncates
+        # (logged by the truncate step; routing drops them, so they are counted on the events)
+        tally = (
+            routed.select(F.col("_error").isNotNull().alias("bad"), F.lit(False).alias("truncate"))
+            .unionByName(
+                events.where(F.col("op") == "TRUNCATE").select(F.lit(False).alias("bad"), F.lit(True).alias("truncate"))
+            )
+            .agg(
+                F.count(F.when(F.col("bad"), 1)).alias("bad"),
+                F.count(F.when(~F.col("bad") & ~F.col("truncate"), 1)).alias("good"),
+                F.count(F.when(F.col("truncate"), 1)).alias("truncates"),
+            )
+            .first()
+        )
+        quarantined, has_good, truncates = tally["bad"], tally["good"] > 0, tally["truncates"]
         errors = routed.where("_error IS NOT NULL")
-        quarantined = errors.count()
         if quarantined:
             _write_quarantine(errors, quarantine_dir)
         good = routed.where("_error IS NULL").drop("_error")
-        has_good = bool(good.limit(1).count())
-        truncates = events.where(F.col("op") == "TRUNCATE").count()  # logged by the truncate step
         key_set = None
     fault_point("compact:before-log-append")
     if has_good and batch_id not in _snapshot_info(spark, log_name):
@@ -398,7 +410,17 @@ def compact_table(
         ev_parted, part_of = _parted_in_driver(spark, logged_arrow, buckets)
     else:
         source, merge_buckets, stats, part_of, ev_parted = _fold_on_workers(
-            spark, name, batch_dir, layout, log_events, mode, rewrite_buckets, fold_args, link_pairs, keyed
+            spark,
+            name,
+            batch_dir,
+            layout,
+            log_events,
+            mode,
+            rewrite_buckets,
+            fold_args,
+            link_pairs,
+            keyed,
+            has_rows=read_snapshot is not None,
         )
     counts = {**stats, "quarantined": quarantined}
     fold = "driver" if folded_arrow is not None else "workers"
@@ -648,10 +670,12 @@ def _fold_on_workers(
     fold_args: dict[str, Any],
     pairs: set[tuple[str, str]] | None = None,
     keyed: bool = False,
+    has_rows: bool = True,
 ):
     """The distributed fold: keys without key changes in Spark SQL (``native_fold``), each key-change
     component on one Python worker (the bucket of its smallest key); ``keyed``: every current row has
-    its ``_cdc_key`` (what passing the untouched rows through natively needs).
+    its ``_cdc_key`` (what passing the untouched rows through natively needs); ``has_rows`` False: the
+    table had no snapshot when read (the validated overwrite fails if one appears), so no rows pass through.
 
     Returns (the commit's source frame, the MERGE's buckets, stats, part_of, the events with their worker).
     """
@@ -681,7 +705,8 @@ def _fold_on_workers(
             homes = _homes_frame(spark, part_of)
             linked_events = ev_parted.join(homes, ev_parted["_key"] == homes["_home_key"], "left_semi")
             linked = linked_events.groupBy("_cdc_part").applyInArrow(fold_events, out_ddl)
-        folded = _fold_native(spark, name, log_events, linked, part_of, mode, rewrite_buckets, fold_args)
+        passed = rewrite_buckets if has_rows else []
+        folded = _fold_native(spark, name, log_events, linked, part_of, mode, passed, fold_args)
     elif mode == MERGE_ON_READ:  # the affected keys' events only: no current row is read
         folded = ev_parted.groupBy("_cdc_part").applyInArrow(fold_events, out_ddl)
     else:
@@ -721,7 +746,8 @@ def _homes_frame(spark, part_of: dict[str, int]):
 def _fold_native(spark, name: str, log_events, linked, part_of: dict[str, int], mode, rewrite_buckets, fold_args):
     """The fold's output with every key outside ``part_of`` folded in Spark SQL; ``linked`` (the Python
     fold of the key-change components' events, with ``_cdc_part``) joined in; for a bucket overwrite, the
-    touched buckets' other current rows passed through as ``fold_part`` passes them."""
+    touched buckets' other current rows passed through as ``fold_part`` passes them (``rewrite_buckets``: none
+    when the table has no rows yet)."""
     from pyspark.sql import functions as F
 
     columns, truncate_seq = fold_args["columns"], fold_args["truncate_seq"]
@@ -732,7 +758,7 @@ def _fold_native(spark, name: str, log_events, linked, part_of: dict[str, int], 
     folded = fold_native(plain, columns, fold_args["batch_id"], truncate_seq)
     if linked is not None:
         folded = folded.unionByName(linked)
-    if mode != MERGE_ON_READ:
+    if mode != MERGE_ON_READ and rewrite_buckets:  # none: a table without rows yet, nothing passes through
         affected = (
             log_events.select(F.col("_key").alias("k"))
             .union(log_events.where("_old_key IS NOT NULL").select(F.col("_old_key").alias("k")))

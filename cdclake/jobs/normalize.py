@@ -21,7 +21,9 @@ import pyarrow.compute as pc
 
 from cdclake.batch import read_manifest, write_json_atomic, write_report
 from cdclake.batch_events import (
+    DRIVER_NORMALIZE_BYTES,
     column_kinds,
+    decoded_bytes,
     decoded_files,
     decoded_rows,
     op_summary,
@@ -501,6 +503,8 @@ def _driver_events(spark, event_dir: Path, carried_dirs: list[Path]):
     limit = Settings.from_env().driver_normalize_rows
     files = decoded_files(event_dir)
     if carried_dirs or not files or getattr(spark, "_jvm", None) is None or decoded_rows(files) > limit:
+        return None
+    if decoded_bytes(files) > DRIVER_NORMALIZE_BYTES:
         return None
     return read_events(files)
 

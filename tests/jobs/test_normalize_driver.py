@@ -163,3 +163,73 @@ def test_column_kinds_follow_the_sql_case_and_first_sightings(tmp_path):
     assert json.loads(kinds[("u", "a")]["hints"]) == {"a": "LONG"} and kinds[("u", "a")]["kinds"] == ["string"]
     counts = {(r["table"], r["op"]): r["count"] for r in op_summary(events)}
     assert counts == {("t", "INSERT"): 1, ("t", "UPDATE"): 1, ("t", "HEARTBEAT"): 1, ("u", "INSERT"): 1}
+
+
+def _reference_kinds(rows: list[dict]) -> dict:
+    """What ``column_kinds`` must answer, entry by entry in Python: per (table, column), the first entry in
+    (table, column, seq, source file, source offset, image, position) order, nulls first, ties in row order."""
+    import pyarrow as pa
+
+    from cdclake.batch_events import _column_hints, _kind
+    from cdclake.events import ROW_OPS
+
+    hints = _column_hints(pa.array([r.get("meta") for r in rows], pa.string())).to_pylist()
+    entries = []
+    for index, r in enumerate(rows):
+        if r["op"] not in ROW_OPS:
+            continue
+        for image_index, image in enumerate(("before", "after")):
+            for pos, (col, value) in enumerate(r.get(image) or []):
+                kind = _kind(pa.array([value], pa.string()))[0].as_py()
+                where = (r["seq"], r["source_file"], r["source_offset"], image_index, pos)
+                order = (
+                    r["table"] is not None,
+                    r["table"] or "",
+                    col,
+                    *((v is not None, v or 0) for v in where),
+                    index,
+                )
+                entries.append((order, r["table"], col, where, kind, hints[index]))
+    out: dict = {}
+    for _, table, col, where, kind, hint in sorted(entries, key=lambda e: e[0]):
+        first, kinds, first_hint = out.get((table, col), (where, set(), None))
+        out[(table, col)] = (first, kinds | ({kind} - {None}), first_hint or hint)
+    return out
+
+
+def test_column_kinds_equal_the_entry_by_entry_answer(tmp_path):
+    """Property: ties on (seq, file, offset), null seqs and tables, hints on some events only."""
+    import pyarrow as pa
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    image = st.lists(
+        st.tuples(st.sampled_from(["x", "y", "z"]), st.sampled_from(["1", "null", '"s"', "true", "2.5", "[1]"])),
+        max_size=3,
+        unique_by=lambda e: e[0],
+    )
+    event = st.fixed_dictionaries(
+        {
+            "table": st.sampled_from(["a", "b", None]),
+            "op": st.sampled_from(["INSERT", "UPDATE", "DELETE", "UPSERT", "HEARTBEAT"]),
+            "seq": st.sampled_from([None, "1", "2", "10"]),
+            "source_file": st.sampled_from(["f", "g"]),
+            "source_offset": st.integers(0, 2),
+            "before": st.one_of(st.none(), image),
+            "after": st.one_of(st.none(), image),
+            "meta": st.sampled_from([None, '{"column_types":{"x":"LONG"}}', '{"column_types":{"y":"STRING"}}']),
+        }
+    )
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(st.lists(event, min_size=1, max_size=12))
+    def check(rows):
+        full = [{**{f.name: None for f in EVENT_SCHEMA}, **r} for r in rows]
+        path = tmp_path / "part-0.parquet"
+        pq.write_table(pa.Table.from_pylist(full, schema=EVENT_SCHEMA), path)
+        got = {
+            (r["table"], r["col"]): (r["first"], set(r["kinds"]), r["hints"]) for r in column_kinds(read_events([path]))
+        }
+        assert got == _reference_kinds(rows)
+
+    check()
