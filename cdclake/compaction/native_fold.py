@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 
 from cdclake.coltypes import arrow_type, cast
 from cdclake.compaction.folding import _aliases, _out_schema
-from cdclake.compaction.lake_tables import META_DDL, _table_ddl
+from cdclake.compaction.lake_tables import META_DDL, _sql_string, _table_ddl
 from cdclake.events import from_json
 
 RESET_OPS = ("INSERT", "UPSERT", "DELETE")
@@ -98,40 +98,45 @@ def fold_text(events, columns: list[tuple[str, str]], batch_id: str, truncate_se
         F.count(F.when(mine & ~(F.col("_live") & current), 1)).alias("_stale"),
     ]
     texts = _text_columns(len(columns))
+    # per column, SQL text: one Py4J call per column, where building the same expressions from Column
+    # objects took ~20 (0.9 s a table of 20 columns, before any job ran)
+    ev = ev.select("*", in_window.alias("_in_window"))
     for (name, _), text in zip(columns, texts, strict=True):
-        has = F.map_contains_key(F.col("after"), F.lit(name))
+        key = _sql_string(name)
+        # a present value is JSON text, never SQL NULL ("null" is JSON null), so NULL here means "not written"
         aggs.append(
-            # a present value is JSON text, never SQL NULL ("null" is JSON null), so NULL here means "not written"
-            F.max_by(F.coalesce(F.col("after")[name], F.lit("null")), F.when(in_window & has, F.col("_ord"))).alias(
-                text
-            )
+            F.expr(
+                f"max_by(coalesce(after[{key}], 'null'), "
+                f"CASE WHEN _in_window AND map_contains_key(after, {key}) THEN _ord END)"
+            ).alias(text)
         )
     folded = ev.groupBy("_key").agg(*aggs)
     base_applies = F.col("_reset_op").isNull() | (F.col("_reset_op") == "DELETE")
+    gone = F.col("_last").isNull() | (F.col("_last.op") == "DELETE")
+    flagged = folded.select("*", gone.alias("_gone"), base_applies.alias("_base_applies"))
+
+    def unless_gone(sql: str, alias: str) -> str:  # a gone marker names its key only
+        return f"CASE WHEN NOT _gone THEN {sql} END AS {alias}"
+
     picked = [
-        (
-            F.when(F.col(text).isNotNull(), F.col(text)).when(
-                base_applies & F.map_contains_key(F.col("_base"), F.lit(name)), F.col("_base")[name]
-            ),
+        unless_gone(
+            f"CASE WHEN {text} IS NOT NULL THEN {text} "
+            f"WHEN _base_applies AND map_contains_key(_base, {_sql_string(name)}) THEN _base[{_sql_string(name)}] END",
             text,
         )
         for (name, _), text in zip(columns, texts, strict=True)
     ]
-    gone = F.col("_last").isNull() | (F.col("_last.op") == "DELETE")
-    kept = [
+    return flagged.selectExpr(
         *picked,
-        (F.col("_last.op"), "_cdc_op"),
-        (F.col("_last.seq"), "_cdc_seq"),
-        (F.col("_last.event_ts"), "_cdc_ts"),
-        (F.col("_last._cdc_batch"), "_cdc_batch"),
-    ]
-    return folded.select(
-        *(F.when(~gone, column).alias(name) for column, name in kept),  # a gone marker names its key only
-        F.col("_cdc_bucket").cast("int").alias("_cdc_bucket"),
-        F.col("_key").alias("_cdc_key"),
-        gone.alias("_gone"),
-        F.col("_applied").cast("long").alias("_applied"),
-        F.col("_stale").cast("long").alias("_stale"),
+        unless_gone("_last.op", "_cdc_op"),
+        unless_gone("_last.seq", "_cdc_seq"),
+        unless_gone("_last.event_ts", "_cdc_ts"),
+        unless_gone("_last._cdc_batch", "_cdc_batch"),
+        "CAST(_cdc_bucket AS INT) AS _cdc_bucket",
+        "_key AS _cdc_key",
+        "_gone",
+        "CAST(_applied AS BIGINT) AS _applied",
+        "CAST(_stale AS BIGINT) AS _stale",
     )
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import pyarrow as pa
 
 from cdclake.coltypes import CastError
-from cdclake.compaction.lake_tables import LOG_SCHEMA, ROUTED_SCHEMA
+from cdclake.compaction.lake_tables import ROUTED_SCHEMA
 from cdclake.events import ROW_OPS, image_from_text
 from cdclake.merge import bucket_of, key_of, prepare
 from cdclake.schema_evolution import ColumnMap
@@ -20,19 +20,34 @@ MAX_LINK_ROUNDS = 8
 
 
 def _prepare_row(row: dict[str, Any], keys: list[str], types: dict[str, str], cmap: ColumnMap | None = None):
-    before, after = image_from_text(row["before"]), image_from_text(row["after"])
-    if cmap is not None:  # old-layout events read in the current layout (renames, drops, ignored columns)
-        before, after = cmap.translate(before, types), cmap.translate(after, types)
-    return prepare(
+    return _prepare_event(
         row["op"],
         row["seq"],
         row["event_ts"],
-        before,
-        after,
+        row["before"],
+        row["after"],
         (row["source_file"], row["source_offset"]),
-        keys=keys,
-        types=types,
+        keys,
+        types,
+        cmap,
     )
+
+
+def _prepare_event(
+    op: str,
+    seq: str | None,
+    event_ts: Any,
+    before: Any,
+    after: Any,
+    source: tuple[str, int],
+    keys: list[str],
+    types: dict[str, str],
+    cmap: ColumnMap | None = None,
+):
+    before, after = image_from_text(before), image_from_text(after)
+    if cmap is not None:  # old-layout events read in the current layout (renames, drops, ignored columns)
+        before, after = cmap.translate(before, types), cmap.translate(after, types)
+    return prepare(op, seq, event_ts, before, after, source, keys=keys, types=types)
 
 
 def route_events(
@@ -45,27 +60,59 @@ def route_events(
 ) -> Iterator[pa.RecordBatch]:
     """Change-log rows of a batch's row events: key, old key, bucket (or why not).
 
-    TRUNCATE events are logged by the truncate step, not here.
+    Python reads only what typing and keying an event needs (op, order, images); the logged columns
+    are taken from the batch as Arrow, so an event's text is never rebuilt row by row (a third of the
+    time: 30k events 1.4 -> 1.0 s). TRUNCATE events are logged by the truncate step, not here.
     """
     for batch in batches:
-        out = []
-        for row in batch.to_pylist():
-            base = {name: row.get(name) for name in LOG_SCHEMA.names if name in row}
-            base.update(_cdc_batch=batch_id, _error=None, _old_key=None)
-            if row["op"] not in ROW_OPS:
-                continue
+        ops = batch.column("op").to_pylist()
+        wanted = [i for i, op in enumerate(ops) if op in ROW_OPS]
+        picked = batch.take(pa.array(wanted, pa.int64())) if len(wanted) < batch.num_rows else batch
+        columns = {n: picked.column(n).to_pylist() for n in ("seq", "event_ts", "before", "after")}
+        files, offsets = picked.column("source_file").to_pylist(), picked.column("source_offset").to_pylist()
+        rows, out_keys, old_keys, out_buckets, roles, errors = [], [], [], [], [], []
+        for i, op in enumerate(ops[j] for j in wanted):
             try:
-                event = _prepare_row(row, keys, types, cmap)
+                event = _prepare_event(
+                    op,
+                    columns["seq"][i],
+                    columns["event_ts"][i],
+                    columns["before"][i],
+                    columns["after"][i],
+                    (files[i], offsets[i]),
+                    keys,
+                    types,
+                    cmap,
+                )
             except CastError as exc:
-                out.append({**base, "_key": None, "_cdc_bucket": None, "_role": "error", "_error": str(exc)})
+                rows.append(i), out_keys.append(None), old_keys.append(None), out_buckets.append(None)
+                roles.append("error"), errors.append(str(exc))
                 continue
-            main = {**base, "_key": event.key, "_old_key": event.old_key, "_role": "main"}
-            main["_cdc_bucket"] = bucket_of(event.key, buckets)
-            out.append(main)
-            if event.old_key is not None and bucket_of(event.old_key, buckets) != main["_cdc_bucket"]:
+            bucket = bucket_of(event.key, buckets)
+            rows.append(i), out_keys.append(event.key), old_keys.append(event.old_key), out_buckets.append(bucket)
+            roles.append("main"), errors.append(None)
+            if event.old_key is not None and bucket_of(event.old_key, buckets) != bucket:
                 # logged under the old key's bucket too, so a refold of the old key finds it
-                out.append({**main, "_role": "link", "_cdc_bucket": bucket_of(event.old_key, buckets)})
-        yield pa.RecordBatch.from_pylist(out, schema=ROUTED_SCHEMA)
+                rows.append(i), out_keys.append(event.key), old_keys.append(event.old_key)
+                out_buckets.append(bucket_of(event.old_key, buckets)), roles.append("link"), errors.append(None)
+        taken = picked.take(pa.array(rows, pa.int64()))
+        computed = {
+            "_key": out_keys,
+            "_old_key": old_keys,
+            "_cdc_bucket": out_buckets,
+            "_role": roles,
+            "_error": errors,
+            "_cdc_batch": [batch_id] * len(rows),
+        }
+        arrays = []
+        for field in ROUTED_SCHEMA:
+            if field.name in computed:
+                arrays.append(pa.array(computed[field.name], field.type))
+            elif field.name in taken.schema.names:
+                arrays.append(taken.column(field.name).cast(field.type))
+            else:
+                arrays.append(pa.nulls(len(rows), field.type))
+        yield pa.RecordBatch.from_arrays(arrays, schema=ROUTED_SCHEMA)
 
 
 def _linked_keys(
