@@ -99,7 +99,7 @@ def fold_text(events, columns: list[tuple[str, str]], batch_id: str, truncate_se
     ]
     texts = _text_columns(len(columns))
     # per column, SQL text: one Py4J call per column, where building the same expressions from Column
-    # objects took ~20 (0.9 s a table of 20 columns, before any job ran)
+    # objects took ~10 (the whole plan: 0.88 -> 0.34 s a table of 10-20 columns, before any job ran)
     ev = ev.select("*", in_window.alias("_in_window"))
     for (name, _), text in zip(columns, texts, strict=True):
         key = _sql_string(name)
