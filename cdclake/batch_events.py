@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -40,13 +41,6 @@ def decoded_files(event_dir: Path) -> list[Path]:
 def decoded_rows(files: list[Path]) -> int:
     """Events in ``files``, from their Parquet footers (no data read)."""
     return sum(pq.ParquetFile(f).metadata.num_rows for f in files)
-
-
-#: Above this many uncompressed bytes of decoded events (the Parquet footers' total), normalize runs in
-#: Spark whatever the event count: the driver holds the events as Arrow plus the column census's
-#: integers, about 10x the uncompressed size at its peak (100k GoldenGate JSON events of 10-20 columns:
-#: 51 MiB, the Python driver 73 -> 603 MiB), so wide rows do not slip under the event bound.
-DRIVER_NORMALIZE_BYTES = 80 * 2**20
 
 
 def decoded_bytes(files: list[Path]) -> int:
@@ -120,25 +114,43 @@ def _kind(values: pa.Array) -> pa.Array:
     return pc.if_else(test(pc.equal(values, "null")), pa.scalar(None, pa.string()), kind)
 
 
+def _hints_text(text: str) -> str | None:
+    """A ``meta`` text's ``column_types`` object as compact JSON text, or None (orjson first: the meta
+    of every Debezium event carries one, and the standard library took 1.8 s for 100k of them)."""
+    try:
+        found = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        try:
+            found = json.loads(text)  # what orjson refuses (NaN, integers past 64 bits) the SQL path reads
+        except ValueError:
+            return None
+    found = found.get("column_types") if isinstance(found, dict) else None
+    if not isinstance(found, dict):
+        return None
+    try:
+        return orjson.dumps(found).decode()
+    except TypeError:
+        return json.dumps(found, separators=(",", ":"))
+
+
 def _column_hints(meta: pa.Array) -> pa.Array:
     """Per event, its ``meta`` ``column_types`` object as JSON text (NULL when it has none)."""
+    seen: dict[str, str | None] = {}
     out = []
     for text in meta.to_pylist():
         hints = None
         if text and "column_types" in text:
-            try:
-                found = json.loads(text).get("column_types")
-            except (ValueError, AttributeError):
-                found = None
-            if isinstance(found, dict):
-                hints = json.dumps(found, separators=(",", ":"))
+            hints = seen.get(text, ...)
+            if hints is ...:
+                hints = seen[text] = _hints_text(text)
         out.append(hints)
     return pa.array(out, pa.string())
 
 
-def _dense_rank(rows: pa.Table, columns: list[str]) -> np.ndarray:
-    """Per row, the dense rank of its ``columns`` in ascending order (nulls first): equal values, equal rank."""
-    order = pc.sort_indices(rows, sort_keys=[(c, "ascending", "at_start") for c in columns])
+def _ranks(rows: pa.Table, columns: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Rows ranked by ``columns`` ascending, nulls first: per row its dense rank (equal values, equal rank)
+    and its place among the rows of that rank (in row order); the sort order, and where each rank starts in it."""
+    order = pc.sort_indices(rows, sort_keys=[(c, "ascending", "at_start") for c in columns]).to_numpy()
     ranked = rows.select(columns).take(order)
     new_value = np.zeros(rows.num_rows, dtype=bool)
     new_value[0] = True
@@ -148,9 +160,13 @@ def _dense_rank(rows: pa.Table, columns: list[str]) -> np.ndarray:
         differs = pc.fill_null(pc.not_equal(head, tail), False)  # both null: equal
         differs = pc.or_(differs, pc.xor(head.is_null(), tail.is_null()))
         new_value[1:] |= differs.to_numpy(zero_copy_only=False)
+    sorted_rank = np.cumsum(new_value) - 1
+    starts = np.flatnonzero(new_value)
     rank = np.empty(rows.num_rows, dtype=np.int64)
-    rank[order.to_numpy()] = np.cumsum(new_value) - 1
-    return rank
+    place = np.empty(rows.num_rows, dtype=np.int64)
+    rank[order] = sorted_rank
+    place[order] = np.arange(rows.num_rows) - starts[sorted_rank]  # the sort is stable: row order within a rank
+    return rank, place, order, starts
 
 
 def column_kinds(events: pa.Table) -> list[dict[str, Any]]:
@@ -167,7 +183,7 @@ def column_kinds(events: pa.Table) -> list[dict[str, Any]]:
         return []
     hints = _column_hints(rows["meta"])
     tables = rows["table"].combine_chunks().dictionary_encode()
-    rank = _dense_rank(rows, ["seq", "source_file", "source_offset"])
+    rank, place, by_sort, rank_starts = _ranks(rows, ["seq", "source_file", "source_offset"])
     images = []
     for index, image in enumerate(("before", "after")):
         # a fresh copy: offsets from 0 and children holding exactly the rows' entries (a sliced map's
@@ -179,53 +195,49 @@ def column_kinds(events: pa.Table) -> list[dict[str, Any]]:
             images.append((index, maps, offsets, sizes))
     if not images:
         return []
-    width = int(max(sizes.max() for _, _, _, sizes in images)) + 1  # positions below it: (rank, image, pos) as one int
-    has_hint = hints.is_valid().to_numpy(zero_copy_only=False)
+    # (rank, image, position) as one integer; for the hints, then the row's place in its rank (ties in row order)
+    width = int(max(sizes.max() for _, _, _, sizes in images)) + 1
+    ties = int(place.max()) + 1
+    no_hint = ~hints.is_valid().to_numpy(zero_copy_only=False)
     parts = []
     for index, maps, offsets, sizes in images:
         parent = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
         position = np.arange(offsets[-1], dtype=np.int64) - np.repeat(offsets[:-1], sizes)
+        order = rank[parent] * (2 * width) + index * width + position
         parts.append(
             pa.table(
                 {
                     "table": pc.take(tables.indices, pa.array(parent)),
                     "col": maps.keys,
-                    "order": pa.array(rank[parent] * (2 * width) + index * width + position),
-                    "row": pa.array(parent),
+                    "order": pa.array(order),
+                    "hint_order": pa.array(order * ties + place[parent], mask=no_hint[parent]),
                     "kind": _kind(maps.items),
-                    "hinted": pa.array(has_hint[parent]),
                 }
             )
         )
     flat = pa.concat_tables(parts)
     grouped = flat.group_by(["table", "col"], use_threads=False).aggregate(
-        [("order", "min"), ("kind", "distinct", pc.CountOptions(mode="only_valid"))]
+        [("order", "min"), ("hint_order", "min"), ("kind", "distinct", pc.CountOptions(mode="only_valid"))]
     )
-    first_hint: dict[tuple[Any, str], int] = {}
-    hinted = flat.filter(flat["hinted"])
-    if hinted.num_rows:  # the first hinted entry per column in (rank, image, position) order, then row order
-        hinted = hinted.take(pc.sort_indices(hinted, sort_keys=[("order", "ascending"), ("row", "ascending")]))
-        firsts = hinted.group_by(["table", "col"], use_threads=False).aggregate([("row", "first")])
-        for t, c, r in zip(*(firsts[n].to_pylist() for n in ("table", "col", "row_first")), strict=True):
-            first_hint[(t, c)] = r
     names = tables.dictionary.to_pylist()
-    by_rank = np.empty(int(rank.max()) + 1, dtype=np.int64)
-    by_rank[rank] = np.arange(rows.num_rows)  # a row of each rank (rows of one rank share the three values)
     seqs, files, offsets_ = (rows[c].to_pylist() for c in ("seq", "source_file", "source_offset"))
     hint_texts = hints.to_pylist()
+
+    def row_of(rank_: int, place_: int = 0) -> int:
+        return int(by_sort[rank_starts[rank_] + place_])
+
     out = []
-    for t, col, order, kinds in zip(
-        *(grouped[n].to_pylist() for n in ("table", "col", "order_min", "kind_distinct")), strict=True
-    ):
-        row = int(by_rank[order // (2 * width)])
-        hint_row = first_hint.get((t, col))
+    columns = ("table", "col", "order_min", "hint_order_min", "kind_distinct")
+    for t, col, order, hint_order, kinds in zip(*(grouped[n].to_pylist() for n in columns), strict=True):
+        row = row_of(order // (2 * width))  # rows of one rank share the three values
+        hint = None if hint_order is None else hint_texts[row_of(hint_order // ties // (2 * width), hint_order % ties)]
         out.append(
             {
                 "table": None if t is None else names[t],
                 "col": col,
                 "first": (seqs[row], files[row], offsets_[row], (order // width) % 2, order % width),
                 "kinds": kinds,
-                "hints": None if hint_row is None else hint_texts[hint_row],
+                "hints": hint,
             }
         )
     return sorted(out, key=lambda r: (r["table"] is not None, r["table"] or "", r["col"]))

@@ -21,7 +21,6 @@ import pyarrow.compute as pc
 
 from cdclake.batch import read_manifest, write_json_atomic, write_report
 from cdclake.batch_events import (
-    DRIVER_NORMALIZE_BYTES,
     column_kinds,
     decoded_bytes,
     decoded_files,
@@ -500,11 +499,11 @@ def _driver_events(spark, event_dir: Path, carried_dirs: list[Path]):
     not with events carried in from earlier batches, nor without a JVM to name partition folders), else None."""
     from cdclake.settings import Settings
 
-    limit = Settings.from_env().driver_normalize_rows
+    settings = Settings.from_env()
     files = decoded_files(event_dir)
-    if carried_dirs or not files or getattr(spark, "_jvm", None) is None or decoded_rows(files) > limit:
+    if carried_dirs or not files or getattr(spark, "_jvm", None) is None:
         return None
-    if decoded_bytes(files) > DRIVER_NORMALIZE_BYTES:
+    if decoded_rows(files) > settings.driver_normalize_rows or decoded_bytes(files) > settings.driver_normalize_bytes:
         return None
     return read_events(files)
 
