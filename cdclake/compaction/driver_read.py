@@ -51,21 +51,31 @@ def read_buckets(spark, name: str, snapshot_id: int, buckets: list[int], schema:
         logger.warning("%s: pyiceberg read %d rows of %d; reading through Spark", name, read.num_rows, sum(counts))
         return None
     read = read.select(columns.names).cast(columns)
-    paths = pa.array([t.file.file_path for t in tasks], pa.string())
-    read = read.append_column("_file", pc.take(paths, pa.array(np.repeat(np.arange(len(counts)), counts))))
+    paths = [t.file.file_path for t in tasks]
+    read = read.append_column(
+        "_file", pc.take(pa.array(paths, pa.string()), pa.array(np.repeat(np.arange(len(counts)), counts)))
+    )
     starts = np.repeat(np.cumsum(counts) - counts, counts)  # each row's file's first row
     read = read.append_column("_pos", pa.array(np.arange(read.num_rows) - starts, pa.int64()))
     deletes = _read_all_delete_files(static.io, tasks)
     if deletes:
-        read = read.filter(pc.invert(_deleted(read, deletes)))
+        read = read.filter(pa.array(~_deleted(paths, counts, deletes)))
     return read.cast(schema)
 
 
-def _deleted(read: pa.Table, deletes: dict[str, list[pa.ChunkedArray]]) -> pa.ChunkedArray:
-    """True for the rows whose (``_file``, ``_pos``) a position delete names."""
-    marks = [f"{path}\x00{int(pos)}" for path, arrays in deletes.items() for arr in arrays for pos in arr.to_pylist()]
-    keys = pc.binary_join_element_wise(read["_file"], pc.cast(read["_pos"], pa.string()), "\x00")
-    return pc.is_in(keys, pa.array(marks, pa.string()))
+def _deleted(paths: list[str], counts: list[int], deletes: dict[str, list[pa.ChunkedArray]]) -> np.ndarray:
+    """True for the rows (files ``paths`` of ``counts`` rows, read whole, one after another) that a position
+    delete names: a mask set at each file's first row plus the deleted positions (no text per row)."""
+    first = dict(zip(paths, np.cumsum(counts) - counts, strict=True))
+    size = dict(zip(paths, counts, strict=True))
+    mask = np.zeros(sum(counts), dtype=bool)
+    for path, arrays in deletes.items():
+        if path not in first:
+            continue
+        for positions in arrays:
+            pos = np.asarray(positions.to_numpy(), dtype=np.int64)
+            mask[first[path] + pos[(pos >= 0) & (pos < size[path])]] = True
+    return mask
 
 
 def _io_properties(location: str) -> dict[str, str]:
