@@ -68,42 +68,34 @@ def route_events(
         ops = batch.column("op").to_pylist()
         wanted = [i for i, op in enumerate(ops) if op in ROW_OPS]
         picked = batch.take(pa.array(wanted, pa.int64())) if len(wanted) < batch.num_rows else batch
-        columns = {n: picked.column(n).to_pylist() for n in ("seq", "event_ts", "before", "after")}
-        files, offsets = picked.column("source_file").to_pylist(), picked.column("source_offset").to_pylist()
-        rows, out_keys, old_keys, out_buckets, roles, errors = [], [], [], [], [], []
-        for i, op in enumerate(ops[j] for j in wanted):
+        read = ("op", "seq", "event_ts", "before", "after", "source_file", "source_offset")
+        fields = {n: picked.column(n).to_pylist() for n in read}
+        emitted: list[tuple[Any, ...]] = []  # (row, _key, _old_key, _cdc_bucket, _role, _error)
+        for i in range(picked.num_rows):
             try:
                 event = _prepare_event(
-                    op,
-                    columns["seq"][i],
-                    columns["event_ts"][i],
-                    columns["before"][i],
-                    columns["after"][i],
-                    (files[i], offsets[i]),
+                    fields["op"][i],
+                    fields["seq"][i],
+                    fields["event_ts"][i],
+                    fields["before"][i],
+                    fields["after"][i],
+                    (fields["source_file"][i], fields["source_offset"][i]),
                     keys,
                     types,
                     cmap,
                 )
             except CastError as exc:
-                rows.append(i), out_keys.append(None), old_keys.append(None), out_buckets.append(None)
-                roles.append("error"), errors.append(str(exc))
+                emitted.append((i, None, None, None, "error", str(exc)))
                 continue
             bucket = bucket_of(event.key, buckets)
-            rows.append(i), out_keys.append(event.key), old_keys.append(event.old_key), out_buckets.append(bucket)
-            roles.append("main"), errors.append(None)
+            emitted.append((i, event.key, event.old_key, bucket, "main", None))
             if event.old_key is not None and bucket_of(event.old_key, buckets) != bucket:
                 # logged under the old key's bucket too, so a refold of the old key finds it
-                rows.append(i), out_keys.append(event.key), old_keys.append(event.old_key)
-                out_buckets.append(bucket_of(event.old_key, buckets)), roles.append("link"), errors.append(None)
+                emitted.append((i, event.key, event.old_key, bucket_of(event.old_key, buckets), "link", None))
+        rows, *values = [list(c) for c in zip(*emitted, strict=True)] if emitted else [[]] * 6
         taken = picked.take(pa.array(rows, pa.int64()))
-        computed = {
-            "_key": out_keys,
-            "_old_key": old_keys,
-            "_cdc_bucket": out_buckets,
-            "_role": roles,
-            "_error": errors,
-            "_cdc_batch": [batch_id] * len(rows),
-        }
+        computed = dict(zip(("_key", "_old_key", "_cdc_bucket", "_role", "_error"), values, strict=True))
+        computed["_cdc_batch"] = [batch_id] * len(rows)
         arrays = []
         for field in ROUTED_SCHEMA:
             if field.name in computed:
