@@ -57,6 +57,7 @@ import pyarrow.compute as pc
 
 from cdclake.batch import read_report
 from cdclake.coltypes import quote_ident
+from cdclake.compaction.arrow_fold import fold_driver
 from cdclake.compaction.driver_read import read_buckets
 from cdclake.compaction.folding import _aliased, _aliases, _real_names, _renamed, fold_history_part, fold_part
 from cdclake.compaction.lake_tables import (
@@ -114,6 +115,13 @@ def driver_fold_rows() -> int:
     from cdclake.settings import Settings
 
     return Settings.from_env().driver_fold_rows
+
+
+def driver_bulk_rows() -> int:
+    """The bulk driver-fold bound (``Settings.driver_bulk_rows``; docs/decisions.md, "The bulk path in the driver")."""
+    from cdclake.settings import Settings
+
+    return Settings.from_env().driver_bulk_rows
 
 
 def row_state_enabled() -> bool:
@@ -196,6 +204,10 @@ def compact_table(
     # keyed row in its log: every row event is quarantined, and the fold has nothing to distribute
     keyless = not set(keys) <= set(types)
     in_driver = expected is not None and (expected <= limit or keyless)
+    if not in_driver and expected is not None and expected <= driver_bulk_rows() and native_fold_enabled():
+        # the bulk path: the fold's plain keys at native speed in the driver (arrow_fold), every bound of
+        # this batch's driver reads raised to it
+        in_driver, limit = True, driver_bulk_rows()
     if in_driver:  # routed here: one job reads the events, nothing is written or counted by Spark
         ev_arrow = events.toArrow()
         routed_arrow = pa.Table.from_batches(
@@ -207,7 +219,7 @@ def compact_table(
             errors_frame = _to_frame(spark, routed_arrow.filter(is_error), LOG_DDL + ", _error string")
             _write_quarantine(errors_frame, quarantine_dir)
         good_arrow = routed_arrow.filter(pc.invert(is_error)).drop_columns(["_error"])
-        good = _to_frame(spark, good_arrow, LOG_DDL)
+        good = None  # a frame of them only where Spark needs one (an append fallback, SCD2)
         has_good = good_arrow.num_rows > 0
         truncates = pc.sum(pc.equal(ev_arrow["op"], "TRUNCATE")).as_py() or 0
         key_set = {k for k in good_arrow["_key"].to_pylist() if k is not None}
@@ -243,7 +255,7 @@ def compact_table(
         if not (in_driver and driver_commits_enabled() and _append_in_driver(spark, log_name, good_arrow, batch_id)):
             # the driver's few rows in one task, without Iceberg's shuffle by bucket: one file per bucket
             # as after the shuffle, one Spark job less (benchmarks/scripts/merge_distribution.py)
-            rows = good.coalesce(1) if in_driver else good
+            rows = _to_frame(spark, good_arrow, LOG_DDL).coalesce(1) if in_driver else good
             with _unshuffled(spark, in_driver):
                 rows.writeTo(log_name).option(f"snapshot-property.{BATCH_PROPERTY}", batch_id).append()
     fault_point("compact:after-log-append")
@@ -300,17 +312,19 @@ def compact_table(
             seqs = dict(zip(state_rows["_cdc_key"].to_pylist(), state_rows["_cdc_seq"].to_pylist(), strict=True))
             in_order = in_order_keys(good_arrow, candidates, seqs, truncate_seq)
             key_set -= in_order
-    if key_set is not None:
-        batch_keys = spark.createDataFrame([(k,) for k in sorted(key_set)], "k string")
-    else:
-        batch_keys = (
-            good.where("_key IS NOT NULL")
-            .select(F.col("_key").alias("k"))
-            .union(good.where("_old_key IS NOT NULL").select(F.col("_old_key").alias("k")))
-            .distinct()
-        )
     linked: list[str] = []
     link_pairs: set[tuple[str, str]] | None = None  # every key change touching the affected keys, when searched
+    batch_keys = None  # the affected keys as a frame: only where a log search needs one (not a new table's)
+    if not full and not whole_log:
+        if key_set is not None:
+            batch_keys = spark.createDataFrame([(k,) for k in sorted(key_set)], "k string")
+        else:
+            batch_keys = (
+                good.where("_key IS NOT NULL")
+                .select(F.col("_key").alias("k"))
+                .union(good.where("_old_key IS NOT NULL").select(F.col("_old_key").alias("k")))
+                .distinct()
+            )
     if not full and not whole_log and (key_set is None or key_set):
         linked, link_pairs = _linked_keys(spark, log_name, batch_keys, key_set)
     if linked:
@@ -359,7 +373,9 @@ def compact_table(
     folded_arrow = None
     kept_in_spark = False  # the overwrite's source passes a bucket's untouched rows through from Spark
     if in_driver:
-        if key_set or key_set is None or full or whole_log:
+        if whole_log and not main_done:  # the log holds this batch's rows alone: they are in hand
+            logged_arrow = good_arrow.filter(pc.greater_equal(good_arrow["_cdc_bucket"], 0))
+        elif key_set or key_set is None or full or whole_log:
             # a log no larger than the bound is read whole-query (one job); a larger one through a limit
             # (Spark then collects partition by partition, several jobs) so a long history stays bounded
             log_rows = int(_head_summary(spark, log_name).get("total-records", limit + 1))
@@ -381,7 +397,8 @@ def compact_table(
         if logged_arrow.num_rows <= limit and (rows_arrow is None or rows_arrow.num_rows <= limit):
             fault_point("compact:before-write")
             markers = mode == MERGE_ON_READ or kept_in_spark
-            folded_arrow = fold_part(logged_arrow, rows_arrow, markers=markers, **fold_args)
+            fold_fn = fold_driver if native_fold_enabled() else fold_part
+            folded_arrow = fold_fn(logged_arrow, rows_arrow, markers=markers, **fold_args)
             if in_order:
                 batch_events = good_arrow.filter(pc.is_in(good_arrow["_key"], pa.array(sorted(in_order))))
                 their_rows = state_rows.filter(pc.is_in(state_rows["_cdc_key"], pa.array(sorted(in_order))))

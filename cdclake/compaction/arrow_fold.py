@@ -1,0 +1,221 @@
+"""The native fold in the driver: keys without key changes, folded over Arrow and numpy.
+
+The same closed form as :mod:`cdclake.compaction.native_fold` (its docstring gives the rules), for
+the batches the driver holds (``CDCLAKE_DRIVER_BULK_ROWS``). One stable sort by key and order, then
+every rule is a vector operation over the sorted events, and each key's answer is the last (or
+first) flagged event of its run. Spark computes the same with a shuffle, a window and a Python
+pass per table, seconds of job latency for a 30k-event table; here it takes milliseconds plus the
+cast of the chosen values. Key-change components still go through ``fold_part`` (the reference
+model), as on the workers. ``tests/compaction/test_arrow_fold.py`` holds both to ``fold_part``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cdclake.coltypes import arrow_type, cast
+from cdclake.compaction.folding import _out_schema, fold_part
+from cdclake.compaction.lake_tables import META_NAMES, table_schema
+from cdclake.compaction.native_fold import RESET_OPS
+from cdclake.compaction.routing import _component_homes
+from cdclake.events import from_json
+from cdclake.schema_evolution import ColumnMap
+
+_ORDER = ("_key", "_seq", "source_file", "source_offset", "_cdc_batch")
+
+
+def _np(array) -> np.ndarray:
+    return np.asarray(array.to_numpy(zero_copy_only=False))
+
+
+def _flag(array) -> np.ndarray:
+    """A boolean Arrow array as numpy, NULL as False."""
+    return _np(pc.fill_null(array, False)).astype(bool)
+
+
+def _differs(array: pa.Array) -> np.ndarray:
+    """``out[i]``: row ``i`` differs from row ``i - 1`` (NULLs equal each other, as in a window's order)."""
+    n = len(array)
+    out = np.ones(n, dtype=bool)
+    if n > 1:
+        now, before = array.slice(1), array.slice(0, n - 1)
+        changed = pc.fill_null(pc.not_equal(now, before), False)
+        out[1:] = _flag(pc.or_(changed, pc.xor(pc.is_valid(now), pc.is_valid(before))))
+    return out
+
+
+def _run_ends(flags: np.ndarray, gid: np.ndarray, groups: int, last: bool = True) -> np.ndarray:
+    """Per key (run of ``gid``), the position of its last (else first) flagged event; -1 if none."""
+    idx = np.flatnonzero(flags)
+    out = np.full(groups, -1, dtype=np.int64)
+    if idx.size:
+        g = gid[idx]
+        edge = np.ones(idx.size, dtype=bool)
+        if last:
+            edge[:-1] = g[1:] != g[:-1]
+        else:
+            edge[1:] = g[1:] != g[:-1]
+        out[g[edge]] = idx[edge]
+    return out
+
+
+class _Image:
+    """One image column (a map of column -> JSON text) flattened once, looked up per column name."""
+
+    def __init__(self, images: pa.MapArray, n: int):
+        offsets = _np(images.offsets).astype(np.int64)  # absolute into the children (a slice keeps them)
+        start, end = (int(offsets[0]), int(offsets[-1])) if offsets.size else (0, 0)
+        self.parents = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets)) if n else np.zeros(0, np.int64)
+        encoded = pc.dictionary_encode(images.keys.slice(start, end - start))
+        self.values = images.items.slice(start, end - start)
+        self.codes = _np(encoded.indices).astype(np.int64)
+        self.code_of = {k: i for i, k in enumerate(encoded.dictionary.to_pylist())}
+        self.n = n
+
+    def lookup(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """(has the name, per event; the flat index of its value, -1 where absent)."""
+        present = np.zeros(self.n, dtype=bool)
+        at = np.full(self.n, -1, dtype=np.int64)
+        code = self.code_of.get(name)
+        if code is not None:
+            flat_idx = np.flatnonzero(self.codes == code)
+            events = self.parents[flat_idx]
+            present[events] = True
+            at[events[::-1]] = flat_idx[::-1]  # a duplicated name: its first value, as a map lookup gives
+        return present, at
+
+    def texts(self, at: np.ndarray) -> list:
+        return self.values.take(pa.array(at, pa.int64())).to_pylist() if at.size else []
+
+
+def fold_arrow(events: pa.Table, columns: list[tuple[str, str]], batch_id: str, truncate_seq: str | None) -> pa.Table:
+    """Per key of ``events`` (change-log rows, no key changes): ``row`` / ``gone`` rows and one ``stats``
+    row, as ``fold_part`` with markers gives them (real column names, :func:`_out_schema`)."""
+    schema = _out_schema(columns)
+    n = events.num_rows
+    if n:
+        seq = pc.fill_null(events["seq"], "")
+        table = events.select(["_key", "source_file", "source_offset", "_cdc_batch"]).append_column("_seq", seq)
+        order = pc.sort_indices(table, sort_keys=[(c, "ascending", "at_start") for c in _ORDER])
+        ev = events.append_column("_seq", seq).take(order).combine_chunks()
+    else:
+        ev = events.append_column("_seq", pa.array([], pa.string()))
+    key = ev["_key"].combine_chunks()
+    seq = ev["_seq"].combine_chunks()
+    new_key = _differs(key)
+    gid = np.cumsum(new_key) - 1
+    groups = int(gid[-1]) + 1 if n else 0
+    new_order = new_key | _differs(seq) | _differs(ev["source_file"].combine_chunks())
+    new_order |= _differs(ev["source_offset"].combine_chunks())
+    o3 = np.cumsum(new_order)  # dense rank of (key, seq, file, offset): compared within a key only
+    pos = np.arange(n)
+    op = ev["op"].combine_chunks()
+    live = _flag(pc.greater_equal(seq, truncate_seq)) if truncate_seq is not None else np.ones(n, dtype=bool)
+    is_reset = _flag(pc.is_in(op, pa.array(RESET_OPS)))
+    is_delete = _flag(pc.equal(op, "DELETE"))
+    mine = _flag(pc.equal(ev["_cdc_batch"], batch_id))
+
+    reset_g = _run_ends(live & is_reset, gid, groups)
+    other_g = _run_ends(~mine, gid, groups)
+    newest_other = np.where(other_g >= 0, o3[np.maximum(other_g, 0)], -1)[gid] if n else np.zeros(0, np.int64)
+    reset = reset_g[gid] if n else np.zeros(0, np.int64)
+    after_reset = (reset < 0) | (pos > reset)
+    in_window = live & (after_reset | ((pos == reset) & ~is_delete))
+    current = (newest_other < 0) | (o3 >= newest_other)
+    applied = int(np.count_nonzero(mine & live & current))
+    stale = int(np.count_nonzero(mine & ~(live & current)))
+
+    last_g = _run_ends(live, gid, groups)
+    gone = (last_g < 0) | is_delete[np.maximum(last_g, 0)] if n else np.zeros(0, dtype=bool)
+    base_applies = (reset_g < 0) | is_delete[np.maximum(reset_g, 0)] if n else np.zeros(0, dtype=bool)
+    base_g = _run_ends(live & after_reset, gid, groups, last=False)
+    after, before = _Image(ev["after"].combine_chunks(), n), _Image(ev["before"].combine_chunks(), n)
+
+    arrays = []
+    for name, type_name in columns:
+        present, at = after.lookup(name)
+        chosen = _run_ends(in_window & present, gid, groups)
+        texts = np.full(groups, None, dtype=object)
+        has = chosen >= 0
+        if has.any():
+            picked = after.texts(at[chosen[has]])
+            texts[has] = ["null" if t is None else t for t in picked]  # a present value is never "not written"
+        b_present, b_at = before.lookup(name)
+        from_base = ~has & base_applies & (base_g >= 0)
+        from_base[from_base] = b_present[base_g[from_base]]
+        if from_base.any():
+            texts[from_base] = before.texts(b_at[base_g[from_base]])
+        texts[gone] = None
+        values = [None if t is None else cast(from_json(t), type_name) for t in texts.tolist()]
+        arrays.append(pa.array(values, arrow_type(type_name)))
+
+    last = np.where(gone, -1, last_g)
+    pick = pa.array(last, pa.int64(), mask=last < 0)
+    starts = np.flatnonzero(new_key)
+    buckets = ev["_cdc_bucket"].combine_chunks()
+    bucket = np.maximum.reduceat(_np(buckets).astype(np.int64), starts) if n else np.zeros(0, np.int64)
+    meta = [
+        op.take(pick),
+        seq.take(pick),
+        ev["event_ts"].combine_chunks().take(pick),
+        ev["_cdc_batch"].combine_chunks().take(pick),
+        pa.array(bucket, pa.int32()),
+        key.take(pa.array(starts, pa.int64())),
+        pa.array(np.where(gone, "gone", "row").tolist() if groups else [], pa.string()),
+        pa.nulls(groups, pa.string()),
+    ]
+    rows = pa.Table.from_arrays([*arrays, *meta], schema=schema)
+    info = {"applied": applied, "stale": stale, "deleted_keys": int(np.count_nonzero(gone))}
+    stats = pa.Table.from_pylist([{"_cdc_kind": "stats", "_cdc_info": json.dumps(info)}], schema=schema)
+    return pa.concat_tables([rows, stats])
+
+
+def can_fold_arrow(rows: pa.Table | None, cmap: ColumnMap | None) -> bool:
+    """The driver's native fold covers the layout: no renamed or dropped columns (their events are read
+    through the column map, in the reference) and every current row carries its ``_cdc_key``."""
+    if cmap is not None and (cmap.renames or cmap.dropped):
+        return False
+    return rows is None or rows["_cdc_key"].null_count == 0
+
+
+def fold_driver(
+    events: pa.Table,
+    rows: pa.Table | None,
+    *,
+    keys: list[str],
+    columns: list[tuple[str, str]],
+    batch_id: str,
+    buckets: int,
+    truncate_seq: str | None,
+    cmap: ColumnMap | None = None,
+    markers: bool = False,
+) -> pa.Table:
+    """``fold_part``'s output (same arguments, same rows) with the keys outside key-change components
+    folded by :func:`fold_arrow`; falls back to ``fold_part`` where :func:`can_fold_arrow` says no."""
+    args = {"keys": keys, "columns": columns, "batch_id": batch_id, "buckets": buckets, "truncate_seq": truncate_seq}
+    if not can_fold_arrow(rows, cmap):
+        return fold_part(events, rows, cmap=cmap, markers=markers, **args)
+    moved = events.filter(pc.is_valid(events["_old_key"]))
+    pairs = sorted(set(zip(moved["_key"].to_pylist(), moved["_old_key"].to_pylist(), strict=True)))
+    linked = sorted(_component_homes(pairs, buckets)) if pairs else []
+    in_component = pc.is_in(events["_key"], pa.array(linked, pa.string()))
+    parts = [fold_arrow(events.filter(pc.invert(pc.fill_null(in_component, False))), columns, batch_id, truncate_seq)]
+    if linked:
+        parts.append(fold_part(events.filter(in_component), None, cmap=cmap, markers=True, **args))
+    if rows is not None and rows.num_rows:
+        affected = pa.concat_arrays([events["_key"].combine_chunks(), moved["_old_key"].combine_chunks()])
+        kept = pc.invert(pc.is_in(rows["_cdc_key"], affected))
+        if truncate_seq is not None:  # rows whose events are not in the log (a table older than its log)
+            kept = pc.and_(kept, pc.greater_equal(pc.fill_null(rows["_cdc_seq"], ""), truncate_seq))
+        passed = rows.filter(kept).select([n for n, _ in columns] + META_NAMES).cast(table_schema(columns))
+        n = passed.num_rows
+        kinds = [pa.array(["row"] * n, pa.string()), pa.nulls(n, pa.string())]
+        parts.append(pa.Table.from_arrays([*passed.columns, *kinds], schema=_out_schema(columns)))
+    out = pa.concat_tables(parts)
+    if not markers:
+        out = out.filter(pc.not_equal(out["_cdc_kind"], "gone"))
+    return out
