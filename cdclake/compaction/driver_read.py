@@ -84,3 +84,26 @@ def _io_properties(location: str) -> dict[str, str]:
     from cdclake.tables import s3_properties
 
     return s3_properties(CatalogSettings.from_env()) if is_s3(location) else {}
+
+
+def read_log(
+    spark, log_name: str, schema: pa.Schema, buckets: list[int] | None = None, key_changes: bool = False
+) -> pa.Table | None:
+    """The change-log rows of ``buckets`` (all: None), or its key changes only, at the log's current snapshot,
+    in ``schema``'s columns and types, read by pyiceberg in the driver: no Spark job, and files whose column
+    metrics rule the filter out are not opened. None without a JVM table."""
+    from pyiceberg.expressions import AlwaysTrue, And, In, NotNull
+    from pyiceberg.table import StaticTable
+
+    table = _java_table(spark, log_name)
+    if table is None:
+        return None
+    location = table.operations().current().metadataFileLocation()
+    static = StaticTable.from_metadata(location, properties=_io_properties(location))
+    if static.current_snapshot() is None:
+        return schema.empty_table()
+    row_filter = In("_cdc_bucket", set(buckets)) if buckets is not None else AlwaysTrue()
+    if key_changes:
+        row_filter = And(row_filter, NotNull("_old_key"))
+    read = static.scan(row_filter=row_filter, selected_fields=tuple(schema.names)).to_arrow()
+    return read.select(schema.names).cast(schema)

@@ -107,6 +107,27 @@ def route_events(
         yield pa.RecordBatch.from_arrays(arrays, schema=ROUTED_SCHEMA)
 
 
+def linked_in_driver(pairs: pa.Table, known: set[str]) -> tuple[list[str], set[tuple[str, str]]]:
+    """What :func:`_linked_keys` finds (its fixpoint run to the end), from every key change of the log in
+    hand (``pairs``: ``_key``, ``_old_key``): the keys connected to ``known`` through them, and the pairs
+    touching those keys."""
+    found_pairs = set(zip(pairs["_key"].to_pylist(), pairs["_old_key"].to_pylist(), strict=True))
+    neighbours: dict[str, set[str]] = {}
+    for key, old in found_pairs:
+        neighbours.setdefault(key, set()).add(old)
+        neighbours.setdefault(old, set()).add(key)
+    found = set(known)
+    frontier = [k for k in known if k in neighbours]
+    while frontier:
+        key = frontier.pop()
+        for other in neighbours[key]:
+            if other not in found:
+                found.add(other)
+                frontier.append(other)
+    touching = {(k, o) for k, o in found_pairs if k in found or o in found}
+    return sorted(found - known), touching
+
+
 def _linked_keys(
     spark, log_name: str, keys_df, known: set[str] | None = None
 ) -> tuple[list[str], set[tuple[str, str]] | None]:

@@ -58,7 +58,7 @@ import pyarrow.compute as pc
 from cdclake.batch import read_report
 from cdclake.coltypes import quote_ident
 from cdclake.compaction.arrow_fold import fold_driver
-from cdclake.compaction.driver_read import read_buckets
+from cdclake.compaction.driver_read import read_buckets, read_log
 from cdclake.compaction.folding import _aliased, _aliases, _real_names, _renamed, fold_history_part, fold_part
 from cdclake.compaction.lake_tables import (
     HISTORY_META_DDL,
@@ -98,7 +98,7 @@ from cdclake.compaction.publish import (
     _unshuffled,
     _validated,
 )
-from cdclake.compaction.routing import _component_homes, _linked_keys, _with_part, route_events
+from cdclake.compaction.routing import _component_homes, _linked_keys, _with_part, linked_in_driver, route_events
 from cdclake.compaction.row_delta import POSITION_COLUMNS, Located, append_rows, commit_row_delta
 from cdclake.compaction.row_state import candidate_keys, fold_onto_rows, in_order_keys
 from cdclake.compaction.strategy import MERGE_ON_READ, OVERWRITE, _choose_mode
@@ -108,6 +108,11 @@ from cdclake.schema_evolution import ColumnMap
 from cdclake.tables import BATCH_PROPERTY
 
 logger = logging.getLogger(__name__)
+
+#: The bulk path reads the change log's key changes, or its touched buckets, in the driver when they hold
+#: at most this many times its bound in rows (more: a long history, searched and read through Spark).
+LOG_READ_FACTOR = 2
+PAIR_SCHEMA = pa.schema([("_key", pa.string()), ("_old_key", pa.string())])
 
 
 def driver_fold_rows() -> int:
@@ -204,7 +209,8 @@ def compact_table(
     # keyed row in its log: every row event is quarantined, and the fold has nothing to distribute
     keyless = not set(keys) <= set(types)
     in_driver = expected is not None and (expected <= limit or keyless)
-    if not in_driver and expected is not None and expected <= driver_bulk_rows() and native_fold_enabled():
+    bulk = not in_driver and expected is not None and expected <= driver_bulk_rows() and native_fold_enabled()
+    if bulk:
         # the bulk path: the fold's plain keys at native speed in the driver (arrow_fold), every bound of
         # this batch's driver reads raised to it
         in_driver, limit = True, driver_bulk_rows()
@@ -326,7 +332,14 @@ def compact_table(
                 .distinct()
             )
     if not full and not whole_log and (key_set is None or key_set):
-        linked, link_pairs = _linked_keys(spark, log_name, batch_keys, key_set)
+        pairs = None
+        if bulk and key_set is not None:  # every key change of a log of bounded size, at once: no join rounds
+            if int(_head_summary(spark, log_name).get("total-records", 0)) <= LOG_READ_FACTOR * limit:
+                pairs = read_log(spark, log_name, PAIR_SCHEMA, key_changes=True)
+        if pairs is not None:
+            linked, link_pairs = linked_in_driver(pairs, key_set)
+        else:
+            linked, link_pairs = _linked_keys(spark, log_name, batch_keys, key_set)
     if linked:
         batch_keys = batch_keys.union(spark.createDataFrame([(k,) for k in linked], "k string")).distinct()
         if key_set is not None:
@@ -373,8 +386,22 @@ def compact_table(
     folded_arrow = None
     kept_in_spark = False  # the overwrite's source passes a bucket's untouched rows through from Spark
     if in_driver:
+        log_in_driver = None  # a bulk batch's touched buckets of a log of bounded size: read without Spark
+        if bulk and key_set and not full and not whole_log:
+            log_rows = int(_head_summary(spark, log_name).get("total-records", 0))
+            if log_rows * len(affected_buckets) <= LOG_READ_FACTOR * limit * buckets:
+                log_in_driver = read_log(spark, log_name, LOG_SCHEMA, buckets=affected_buckets)
         if whole_log and not main_done:  # the log holds this batch's rows alone: they are in hand
             logged_arrow = good_arrow.filter(pc.greater_equal(good_arrow["_cdc_bucket"], 0))
+        elif log_in_driver is not None:  # its buckets read by pyiceberg, keys picked in Arrow
+            logged_arrow = log_in_driver
+            wanted = pa.array(sorted(key_set), pa.string())
+            logged_arrow = logged_arrow.filter(
+                pc.or_(
+                    pc.is_in(logged_arrow["_key"], wanted),
+                    pc.fill_null(pc.is_in(logged_arrow["_old_key"], wanted), False),
+                )
+            )
         elif key_set or key_set is None or full or whole_log:
             # a log no larger than the bound is read whole-query (one job); a larger one through a limit
             # (Spark then collects partition by partition, several jobs) so a long history stays bounded
@@ -424,7 +451,8 @@ def compact_table(
                 source = source.union(
                     _kept_rows(spark, name, rewrite_buckets, set(folded_keys.to_pylist()), truncate_seq, columns)
                 )
-        ev_parted, part_of = _parted_in_driver(spark, logged_arrow, buckets)
+        # what the SCD2 history reads, as a frame: only for a table that keeps one
+        ev_parted, part_of = _parted_in_driver(spark, logged_arrow, buckets) if layout.get("scd2") else (None, {})
     else:
         source, merge_buckets, stats, part_of, ev_parted = _fold_on_workers(
             spark,

@@ -25,6 +25,7 @@ _tables = itertools.count()
 DRIVER_FOLD_ENV = "CDCLAKE_DRIVER_FOLD_ROWS"
 NATIVE_ENV = "CDCLAKE_NATIVE_FOLD"
 ROW_STATE_ENV = "CDCLAKE_ROW_STATE"
+BULK_ENV = "CDCLAKE_DRIVER_BULK_ROWS"
 
 event_st = st.tuples(
     st.sampled_from(["I", "I", "U", "U", "P", "K", "D", "T"]),  # P: partial update, K: key change
@@ -77,14 +78,15 @@ def to_message(table: str, pos: int, op: str, key: int, other: int, name) -> dic
     st.lists(event_st, min_size=3, max_size=12),
     st.integers(1, 3),
     st.randoms(use_true_random=False),
-    st.lists(st.sampled_from(["driver", "driver-log", "workers", "workers-python"]), min_size=4, max_size=4),
+    st.lists(st.sampled_from(["driver", "driver-log", "bulk", "workers", "workers-python"]), min_size=4, max_size=4),
 )
 def test_any_batching_order_and_replay_gives_the_reference_table(
     spark, warehouse, tmp_path_factory, history, nbatches, rnd: random.Random, paths
 ):
     """Each applied batch folds in the driver (in-order keys onto their rows, or every key from its log), on
-    the workers (keys without key changes in Spark SQL) or on the workers all in Python (``paths``, drawn per
-    batch): every path, and any mix of them over a table's batches, must give the reference table."""
+    the driver's bulk path (its log reads and link search by pyiceberg), on the workers (keys without key
+    changes in Spark SQL) or on the workers all in Python (``paths``, drawn per batch): every path, and any
+    mix of them over a table's batches, must give the reference table."""
     table = f"LAW.T{next(_tables)}"
     messages = [to_message(table, pos, *item) for pos, item in enumerate(history, start=1)]
     expected = reference([{**m, "pos": int(m["pos"])} for m in messages])
@@ -100,6 +102,7 @@ def test_any_batching_order_and_replay_gives_the_reference_table(
             DRIVER_FOLD_ENV: "5000" if paths[n].startswith("driver") else "0",
             NATIVE_ENV: "0" if "python" in paths[n] else "1",
             ROW_STATE_ENV: "0" if paths[n] == "driver-log" else "1",
+            BULK_ENV: "0" if paths[n].startswith("workers") else "150000",
         }
         previous = {name: os.environ.get(name) for name in env}
         os.environ.update(env)

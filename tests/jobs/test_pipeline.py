@@ -97,12 +97,17 @@ def test_truncate_key_change_and_quarantine(spark, warehouse, tmp_path):
     assert summaries[0]["cdclake.truncate-watermark"].endswith("12")
 
 
-@pytest.mark.parametrize("driver_fold_rows", ["5000", "0"], ids=["driver", "workers"])
-def test_a_table_first_seen_in_a_truncate_only_batch(spark, warehouse, tmp_path, monkeypatch, driver_fold_rows):
+@pytest.mark.parametrize(
+    ("driver_fold_rows", "bulk_rows"), [("5000", "0"), ("0", "150000"), ("0", "0")], ids=["driver", "bulk", "workers"]
+)
+def test_a_table_first_seen_in_a_truncate_only_batch(
+    spark, warehouse, tmp_path, monkeypatch, driver_fold_rows, bulk_rows
+):
     """A truncate is the first thing we hear of a table (found by the merge law test): the table is created
     with only its meta columns, the watermark holds, and a later batch adds the columns and its rows."""
     monkeypatch.setenv("CDCLAKE_DRIVER_FOLD_ROWS", driver_fold_rows)
-    t = f"PIPE.FIRST_TRUNCATE_{driver_fold_rows}"
+    monkeypatch.setenv("CDCLAKE_DRIVER_BULK_ROWS", bulk_rows)
+    t = f"PIPE.FIRST_TRUNCATE_{driver_fold_rows}_{bulk_rows}"
     r1 = apply(spark, warehouse, [write(tmp_path / "t1.json", [gg(t, "T", 20)])], keys="id")
     assert r1["balanced"] and read_rows(warehouse, t) == [], r1
     f2 = write(
@@ -143,7 +148,7 @@ def test_a_small_batch_on_a_larger_table_folds_onto_the_rows_it_reads(
     monkeypatch.setattr(compaction_table, "BUCKET_READ_ROWS", bucket_read_rows)
     t = f"PIPE.LARGER_{bucket_read_rows}"
     seed = [gg(t, "I", i, after={"id": i, "name": f"n{i}", "qty": i}) for i in range(1, 11)]
-    apply(spark, warehouse, [write(tmp_path / "l1.json", seed)], keys="id")  # 10 events: folded on workers
+    apply(spark, warehouse, [write(tmp_path / "l1.json", seed)], keys="id")  # 10 events: above the bound (bulk)
     updates = [
         gg(t, "U", 11, before={"id": 2}, after={"id": 2, "qty": 20}),
         gg(t, "U", 12, before={"id": 7}, after={"id": 7, "name": "seven"}),
