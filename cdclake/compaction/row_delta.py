@@ -113,11 +113,16 @@ def _write(table, location: str, data: bytes) -> None:
         stream.close()
 
 
-def _write_files(spark, table, rows: pa.Table | None, deletes: pa.Table | None, buckets: list[int]) -> list:
+def _write_files(
+    spark, table, rows: pa.Table | None, deletes: pa.Table | None, buckets: list[int], metrics: bool = False
+) -> list:
     """Per bucket, one Parquet data file of ``rows`` and, per data file that ``deletes`` point into, one
     position delete file (either may be None), written from the driver; returns (kind, Iceberg's
-    ``DataFile`` / ``DeleteFile``) pairs."""
+    ``DataFile`` / ``DeleteFile``) pairs. ``metrics``: the data files carry their column metrics (their
+    footers read back by Iceberg, ~10 ms a file), as Spark's writes do: worth it for the bulk path's large
+    files, whose column bounds later reads prune on (a log file without a key change is skipped by them)."""
     iceberg = spark._jvm.org.apache.iceberg
+    metrics_config = iceberg.MetricsConfig.forTable(table) if metrics else None
     spec, provider = table.spec(), table.locationProvider()
     files = []  # (bucket, kind, location, bytes, records, the data file a delete file refers to)
 
@@ -145,7 +150,10 @@ def _write_files(spark, table, rows: pa.Table | None, deletes: pa.Table | None, 
         # no column metrics (record counts only): reading each footer back through the JVM cost ~0.16 s a
         # commit, and the reads of these files filter on the partition; the bucket overwrite that folds
         # them away writes them with full metrics (docs/decisions.md, "The driver fold commits its own files")
-        if kind == "data":
+        if kind == "data" and metrics_config is not None:
+            found = iceberg.parquet.ParquetUtil.fileMetrics(table.io().newInputFile(location), metrics_config)
+            builder = iceberg.DataFiles.builder(spec).withMetrics(found)
+        elif kind == "data":
             builder = iceberg.DataFiles.builder(spec).withRecordCount(records)
         else:
             builder = (
@@ -166,20 +174,53 @@ def _write_files(spark, table, rows: pa.Table | None, deletes: pa.Table | None, 
         return list(zip([f[1] for f in files], pool.map(content_file, files), strict=True))
 
 
-def append_rows(spark, table, rows: pa.Table, properties: dict[str, str]) -> bool:
+def append_rows(spark, table, rows: pa.Table, properties: dict[str, str], metrics: bool = False) -> bool:
     """Append ``rows`` (a table with ``_cdc_bucket``, in the table's columns) to ``table`` in one commit
     with the snapshot ``properties``. False (nothing written) when the table's schema is not ``rows``'."""
     schema = file_schema(table, rows.schema)
     if schema is None:
         return False
     rows = rows.cast(schema)
-    files = _write_files(spark, table, rows, None, sorted(set(rows["_cdc_bucket"].to_pylist())))
+    files = _write_files(spark, table, rows, None, sorted(set(rows["_cdc_bucket"].to_pylist())), metrics)
     append = table.newAppend()
     for _, built in files:
         append = append.appendFile(built)
     for key, value in properties.items():
         append = append.set(key, value)
     append.commit()
+    return True
+
+
+def _in_buckets(spark, buckets: list[int]):
+    """Iceberg's expression ``_cdc_bucket IN buckets`` (as ORs of equalities, what conflict checks take)."""
+    expressions = spark._jvm.org.apache.iceberg.expressions.Expressions
+    out = expressions.alwaysFalse()
+    for bucket in sorted(buckets):
+        out = getattr(expressions, "or")(out, expressions.equal("_cdc_bucket", bucket))
+    return out
+
+
+def commit_overwrite(
+    spark, table, read_snapshot: int | None, rows: pa.Table, buckets: list[int], properties: dict[str, str]
+) -> bool:
+    """Replace ``buckets`` of ``table`` with ``rows`` (in the table's columns) in one ``OverwriteFiles``:
+    what the Spark overwrite of the driver's rows commits, serializable from ``read_snapshot`` (None: the
+    table was empty when read, so its whole history is checked), with column metrics. False (nothing
+    written) when the table's schema is not ``rows``'."""
+    schema = file_schema(table, rows.schema)
+    if schema is None:
+        return False
+    in_buckets = _in_buckets(spark, buckets)
+    overwrite = table.newOverwrite().overwriteByRowFilter(in_buckets)
+    for _, built in _write_files(spark, table, rows.cast(schema), None, buckets, metrics=True):
+        overwrite = overwrite.addFile(built)
+    fault_point(AFTER_FILES_WRITTEN)
+    if read_snapshot is not None:
+        overwrite = overwrite.validateFromSnapshot(read_snapshot)
+    overwrite = overwrite.conflictDetectionFilter(in_buckets).validateNoConflictingData().validateNoConflictingDeletes()
+    for key, value in properties.items():
+        overwrite = overwrite.set(key, value)
+    overwrite.commit()
     return True
 
 
@@ -199,15 +240,11 @@ def commit_row_delta(
     schema = file_schema(table, rows.schema)
     if schema is None:
         return False
-    iceberg = spark._jvm.org.apache.iceberg
     delta = table.newRowDelta()
     for kind, built in _write_files(spark, table, rows.cast(schema), deletes, buckets):
         delta = delta.addRows(built) if kind == "data" else delta.addDeletes(built)
     fault_point(AFTER_FILES_WRITTEN)  # the table's files are complete, no snapshot references them yet
-    expressions = iceberg.expressions.Expressions
-    conflicts = expressions.alwaysFalse()
-    for bucket in sorted(buckets):
-        conflicts = getattr(expressions, "or")(conflicts, expressions.equal("_cdc_bucket", bucket))
+    conflicts = _in_buckets(spark, buckets)
     paths = spark._jvm.java.util.ArrayList()
     for path in sorted(set(deletes["_file"].to_pylist())):
         paths.add(path)

@@ -99,7 +99,7 @@ from cdclake.compaction.publish import (
     _validated,
 )
 from cdclake.compaction.routing import _component_homes, _linked_keys, _with_part, linked_in_driver, route_events
-from cdclake.compaction.row_delta import POSITION_COLUMNS, Located, append_rows, commit_row_delta
+from cdclake.compaction.row_delta import POSITION_COLUMNS, Located, append_rows, commit_overwrite, commit_row_delta
 from cdclake.compaction.row_state import candidate_keys, fold_onto_rows, in_order_keys
 from cdclake.compaction.strategy import MERGE_ON_READ, OVERWRITE, _choose_mode
 from cdclake.faults import fault_point, inside_commit
@@ -215,7 +215,7 @@ def compact_table(
         # this batch's driver reads raised to it
         in_driver, limit = True, driver_bulk_rows()
     if in_driver:  # routed here: one job reads the events, nothing is written or counted by Spark
-        ev_arrow = events.toArrow()
+        ev_arrow = _events_arrow(spark, batch_dir / "changelog", source_table, events)
         routed_arrow = pa.Table.from_batches(
             list(route_events(ev_arrow.to_batches(), keys, types, buckets, batch_id, cmap)), schema=ROUTED_SCHEMA
         )
@@ -258,7 +258,10 @@ def compact_table(
         key_set = None
     fault_point("compact:before-log-append")
     if has_good and batch_id not in _snapshot_info(spark, log_name):
-        if not (in_driver and driver_commits_enabled() and _append_in_driver(spark, log_name, good_arrow, batch_id)):
+        appended = (
+            in_driver and driver_commits_enabled() and _append_in_driver(spark, log_name, good_arrow, batch_id, bulk)
+        )
+        if not appended:
             # the driver's few rows in one task, without Iceberg's shuffle by bucket: one file per bucket
             # as after the shuffle, one Spark job less (benchmarks/scripts/merge_distribution.py)
             rows = _to_frame(spark, good_arrow, LOG_DDL).coalesce(1) if in_driver else good
@@ -442,10 +445,11 @@ def compact_table(
         if mode == MERGE_ON_READ:
             picked = folded_arrow.filter(pc.is_in(kinds, pa.array(["row", "gone"]))).drop_columns(["_cdc_info"])
             merge_buckets = sorted({b for b in picked["_cdc_bucket"].to_pylist()})
-            source = _to_frame(spark, picked, out_ddl)
+            source = None if direct else _to_frame(spark, picked, out_ddl)  # a row delta needs no frame
         else:
             rows_out = folded_arrow.filter(pc.equal(kinds, "row")).drop_columns(["_cdc_kind", "_cdc_info"])
-            source = _to_frame(spark, rows_out, _table_ddl(columns, META_DDL))
+            # a frame of them only for Spark's overwrite (the driver commits its rows alone itself)
+            source = None if direct and not kept_in_spark else _to_frame(spark, rows_out, _table_ddl(columns, META_DDL))
             if kept_in_spark:
                 folded_keys = folded_arrow.filter(pc.is_in(kinds, pa.array(["row", "gone"])))["_cdc_key"]
                 source = source.union(
@@ -485,6 +489,8 @@ def compact_table(
         if main_done or delta:
             pass
         elif mode == MERGE_ON_READ:
+            if source is None:
+                source = _to_frame(spark, picked, _table_ddl(columns, META_DDL, "_cdc_kind string"))
             _merge_and_publish(
                 spark,
                 name,
@@ -498,11 +504,18 @@ def compact_table(
             )
         else:
             local = folded_arrow is not None and not kept_in_spark  # the driver's rows alone: as the MERGE's
-            writer = (source.coalesce(1) if local else source).writeTo(name)
-            for key, value in properties.items():
-                writer = writer.option(f"snapshot-property.{key}", value)
-            with inside_commit(spark, name), _unshuffled(spark, local):
-                _validated(writer, read_snapshot).overwrite(F.col("_cdc_bucket").isin(rewrite_buckets))
+            committed = local and direct
+            committed = committed and _overwrite_in_driver(
+                spark, name, read_snapshot, rows_out, rewrite_buckets, properties
+            )
+            if not committed:
+                if source is None:
+                    source = _to_frame(spark, rows_out, _table_ddl(columns, META_DDL))
+                writer = (source.coalesce(1) if local else source).writeTo(name)
+                for key, value in properties.items():
+                    writer = writer.option(f"snapshot-property.{key}", value)
+                with inside_commit(spark, name), _unshuffled(spark, local):
+                    _validated(writer, read_snapshot).overwrite(F.col("_cdc_bucket").isin(rewrite_buckets))
             if not keyed:  # every row was rewritten with its key
                 spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ({_sql_string(ROW_KEYS_PROPERTY)}='1')")
         fault_point("compact:after-commit")
@@ -569,13 +582,36 @@ def _batch_events(spark, changelog: Path, source_table: str):
     """
     from pyspark.sql import functions as F
 
-    jvm = getattr(spark, "_jvm", None)
-    if jvm is not None:
-        escaped = jvm.org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils.escapePathName(source_table)
-        folder = changelog / f"table={escaped}"
-        if folder.is_dir():
-            return spark.read.parquet(str(folder)).withColumn("table", F.lit(source_table))
+    folder = _events_folder(spark, changelog, source_table)
+    if folder is not None:
+        return spark.read.parquet(str(folder)).withColumn("table", F.lit(source_table))
     return spark.read.parquet(str(changelog)).where(F.col("table") == source_table)
+
+
+def _events_folder(spark, changelog: Path, source_table: str) -> Path | None:
+    """``source_table``'s partition folder of the change log (Spark's escaping of its name), if there is one."""
+    jvm = getattr(spark, "_jvm", None)
+    if jvm is None:
+        return None
+    escaped = jvm.org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils.escapePathName(source_table)
+    folder = changelog / f"table={escaped}"
+    return folder if folder.is_dir() else None
+
+
+def _events_arrow(spark, changelog: Path, source_table: str, events) -> pa.Table:
+    """This batch's events of ``source_table`` in the driver: its folder's Parquet files read by pyarrow (no
+    Spark job: 0.3-1.3 s for a 30k-event table through Spark), else through ``events``."""
+    import pyarrow.dataset as ds
+
+    folder = _events_folder(spark, changelog, source_table)
+    if folder is not None:
+        try:
+            read = ds.dataset(str(folder), format="parquet").to_table()
+            if "op" in read.column_names:
+                return read
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:  # files Spark unifies
+            logger.info("%s: events read through Spark (%s)", source_table, exc)
+    return events.toArrow()
 
 
 #: Up to about this many rows in the touched buckets, the current rows of a batch's keys are read by
@@ -655,14 +691,28 @@ def _row_delta(
     return done
 
 
-def _append_in_driver(spark, log_name: str, logged: pa.Table, batch_id: str) -> bool:
+def _append_in_driver(spark, log_name: str, logged: pa.Table, batch_id: str, metrics: bool = False) -> bool:
     """Append the driver's change-log rows from the driver (``row_delta.append_rows``: no Spark job); False
     when there is no JVM or the log's schema is not ours (Spark appends them instead)."""
     table = _java_table(spark, log_name)
-    if table is None or not append_rows(spark, table, logged, {BATCH_PROPERTY: batch_id}):
+    if table is None or not append_rows(spark, table, logged, {BATCH_PROPERTY: batch_id}, metrics):
         return False
     spark.catalog.refreshTable(log_name)
     return True
+
+
+def _overwrite_in_driver(spark, name: str, read_snapshot, rows: pa.Table, buckets: list[int], properties) -> bool:
+    """The bucket overwrite of the driver's rows committed from the driver (``row_delta.commit_overwrite``:
+    no Spark job, no Arrow frame shipped to the JVM); False when there is no JVM or the table's schema is not
+    the fold's columns (Spark overwrites instead)."""
+    table = _java_table(spark, name)
+    if table is None:
+        return False
+    with inside_commit(spark, name):
+        done = commit_overwrite(spark, table, read_snapshot, rows, buckets, properties)
+    if done:
+        spark.catalog.refreshTable(name)
+    return done
 
 
 def _kept_rows(spark, name: str, rewrite_buckets: list[int], folded: set[str], truncate_seq, columns):
