@@ -129,6 +129,19 @@ def driver_bulk_rows() -> int:
     return Settings.from_env().driver_bulk_rows
 
 
+def _bulk_fits(spark, changelog: Path, source_table: str, expected: int | None) -> bool:
+    """A table batch the bulk path takes: at most ``Settings.driver_bulk_rows`` events and
+    ``driver_bulk_bytes`` uncompressed bytes of them (its folder's Parquet footers; no folder: not bulk)."""
+    from cdclake.batch_events import decoded_bytes
+    from cdclake.settings import Settings
+
+    settings = Settings.from_env()
+    if expected is None or expected > settings.driver_bulk_rows or not settings.native_fold:
+        return False
+    folder = _events_folder(spark, changelog, source_table)
+    return folder is not None and decoded_bytes(sorted(folder.glob("*.parquet"))) <= settings.driver_bulk_bytes
+
+
 def row_state_enabled() -> bool:
     """``Settings.row_state`` (docs/decisions.md, "Row state")."""
     from cdclake.settings import Settings
@@ -209,7 +222,7 @@ def compact_table(
     # keyed row in its log: every row event is quarantined, and the fold has nothing to distribute
     keyless = not set(keys) <= set(types)
     in_driver = expected is not None and (expected <= limit or keyless)
-    bulk = not in_driver and expected is not None and expected <= driver_bulk_rows() and native_fold_enabled()
+    bulk = not in_driver and _bulk_fits(spark, batch_dir / "changelog", source_table, expected)
     if bulk:
         # the bulk path: the fold's plain keys at native speed in the driver (arrow_fold), every bound of
         # this batch's driver reads raised to it

@@ -162,6 +162,26 @@ def test_a_small_batch_on_a_larger_table_folds_onto_the_rows_it_reads(
     assert rows[5] == {"id": 5, "name": "n5", "qty": 5}
 
 
+@pytest.mark.parametrize(("bulk_bytes", "fold"), [("1", "workers"), (str(144 * 2**20), "driver")])
+def test_the_bulk_path_is_bounded_by_its_events_bytes(spark, warehouse, tmp_path, monkeypatch, bulk_bytes, fold):
+    """Above the small driver bound, a batch folds in the driver only while its events' uncompressed bytes fit
+    ``CDCLAKE_DRIVER_BULK_BYTES`` (wide rows do not slip under the event count); either way, the same rows."""
+    monkeypatch.setenv("CDCLAKE_DRIVER_FOLD_ROWS", "0")
+    monkeypatch.setenv("CDCLAKE_DRIVER_BULK_BYTES", bulk_bytes)
+    t = f"PIPE.BULK_BYTES_{fold.upper()}"
+    events = [gg(t, "I", i, after={"id": i, "v": f"v{i}"}) for i in range(1, 6)]
+    events.append(gg(t, "U", 6, before={"id": 2}, after={"id": 2, "v": "two"}))
+    r = apply(spark, warehouse, [write(tmp_path / "b.json", events)], keys="id")
+    assert r["tables"][t]["fold"] == fold, r["tables"][t]
+    assert sorted((row["id"], row["v"]) for row in read_rows(warehouse, t)) == [
+        (1, "v1"),
+        (2, "two"),
+        (3, "v3"),
+        (4, "v4"),
+        (5, "v5"),
+    ]
+
+
 def test_one_row_change_rewrites_a_small_fraction_of_the_files(spark, warehouse, tmp_path):
     t = "PIPE.BIG"
     rows = [gg(t, "I", i, after={"id": i, "v": f"row {i}"}) for i in range(1, 401)]
