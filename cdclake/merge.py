@@ -13,6 +13,7 @@ are applied in ``order`` (seq, then file and offset).
 from __future__ import annotations
 
 import datetime as dt
+import json
 import zlib
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,9 +56,23 @@ class MergeStats:
         self.rejects.extend(other.rejects)
 
 
+_ABSENT = object()
+
+
 def key_of(image: dict[str, Any] | None, keys: list[str]) -> str | None:
     """Canonical key text of an image; None if the image lacks a key column."""
-    if image is None or any(k not in image for k in keys):
+    if image is None:
+        return None
+    if len(keys) == 1:  # the common key, an integer or text, without the generic writer (routing calls this twice
+        value = image.get(keys[0], _ABSENT)  # an event): the text to_json([value]) gives
+        if value is _ABSENT:
+            return None
+        if type(value) is int:
+            return f"[{value}]"
+        if type(value) is str:
+            return "[" + json.dumps(value, ensure_ascii=False) + "]"
+        return to_json([value])
+    if any(k not in image for k in keys):
         return None
     return to_json([image[k] for k in keys])
 

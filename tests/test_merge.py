@@ -266,3 +266,26 @@ def test_history_is_independent_of_batching_and_arrival_order(history_, rnd: ran
         k: [{c: v[c] for c in (*COLS, "valid_from", "valid_to", "is_current", "_cdc_op")} for v in vs]
         for k, vs in reference.items()
     }
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(),
+        st.text(),
+        st.decimals(allow_nan=False, allow_infinity=False),
+        st.floats(allow_nan=False),
+        st.lists(st.integers(), max_size=2),
+    ),
+    st.booleans(),
+)
+def test_key_text_of_one_column_is_the_generic_json(value, present):
+    """The one-column fast path writes the key text the generic writer writes, for every kind of value."""
+    from cdclake.events import to_json
+    from cdclake.merge import key_of
+
+    image = {"id": value, "other": 1} if present else {"other": 1}
+    assert key_of(image, ["id"]) == (to_json([value]) if present else None)
+    assert key_of(image, ["id", "other"]) == (to_json([value, 1]) if present else None)

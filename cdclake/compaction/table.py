@@ -214,7 +214,6 @@ def compact_table(
     # else: a crash between the table's commit and the history commit; the fold is redone for the history only
 
     # 1. this batch's events -> change-log rows (or quarantine) -> appended once
-    events = _batch_events(spark, batch_dir / "changelog", source_table)
     quarantine_dir = batch_dir / "quarantine" / "compact" / layout["identifier"]
     limit = driver_fold_rows()
     expected = _table_events(batch_dir, source_table)
@@ -228,7 +227,7 @@ def compact_table(
         # this batch's driver reads raised to it
         in_driver, limit = True, driver_bulk_rows()
     if in_driver:  # routed here: one job reads the events, nothing is written or counted by Spark
-        ev_arrow = _events_arrow(spark, batch_dir / "changelog", source_table, events)
+        ev_arrow = _events_arrow(spark, batch_dir / "changelog", source_table)
         routed_arrow = pa.Table.from_batches(
             list(route_events(ev_arrow.to_batches(), keys, types, buckets, batch_id, cmap)), schema=ROUTED_SCHEMA
         )
@@ -245,6 +244,7 @@ def compact_table(
         key_set |= {k for k in good_arrow["_old_key"].to_pylist() if k is not None}
     else:
         routed_dir = batch_dir / "routed" / layout["identifier"]
+        events = _batch_events(spark, batch_dir / "changelog", source_table)
         events.mapInArrow(
             lambda it: route_events(it, keys, types, buckets, batch_id, cmap), LOG_DDL + ", _error string"
         ).write.mode("overwrite").parquet(str(routed_dir))
@@ -619,9 +619,9 @@ def _events_folder(spark, changelog: Path, source_table: str) -> Path | None:
     return folder if folder.is_dir() else None
 
 
-def _events_arrow(spark, changelog: Path, source_table: str, events) -> pa.Table:
+def _events_arrow(spark, changelog: Path, source_table: str) -> pa.Table:
     """This batch's events of ``source_table`` in the driver: its folder's Parquet files read by pyarrow (no
-    Spark job: 0.3-1.3 s for a 30k-event table through Spark), else through ``events``."""
+    Spark job: 0.3-1.3 s for a 30k-event table through Spark, and no Spark frame to plan), else through Spark."""
     import pyarrow.dataset as ds
 
     folder = _events_folder(spark, changelog, source_table)
@@ -632,7 +632,7 @@ def _events_arrow(spark, changelog: Path, source_table: str, events) -> pa.Table
                 return read
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:  # files Spark unifies
             logger.info("%s: events read through Spark (%s)", source_table, exc)
-    return events.toArrow()
+    return _batch_events(spark, changelog, source_table).toArrow()
 
 
 #: Up to about this many rows in the touched buckets, the current rows of a batch's keys are read by
