@@ -7,9 +7,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from cdclake.coltypes import CastError
+from cdclake.compaction.arrow_keys import image_keys
 from cdclake.compaction.lake_tables import ROUTED_SCHEMA
 from cdclake.events import ROW_OPS, image_from_text
 from cdclake.merge import bucket_of, key_of, prepare
@@ -60,51 +63,108 @@ def route_events(
 ) -> Iterator[pa.RecordBatch]:
     """Change-log rows of a batch's row events: key, old key, bucket (or why not).
 
-    Python reads only what typing and keying an event needs (op, order, images); the logged columns
-    are taken from the batch as Arrow, so an event's text is never rebuilt row by row (a third of the
-    time: 30k events 1.4 -> 1.0 s). TRUNCATE events are logged by the truncate step, not here.
+    Images are typed and keyed column-wise in Arrow (``arrow_keys``); only the events its patterns do
+    not vouch for (and every event whose names a column map translates) go through the reference,
+    ``merge.prepare``, one at a time, so each outcome is the reference's. The logged columns are taken
+    from the batch as Arrow, so an event's text is never rebuilt row by row. TRUNCATE events are logged
+    by the truncate step, not here.
     """
+    translate = cmap is not None and bool(cmap.renames or cmap.dropped)
     for batch in batches:
-        ops = batch.column("op").to_pylist()
-        wanted = [i for i, op in enumerate(ops) if op in ROW_OPS]
-        picked = batch.take(pa.array(wanted, pa.int64())) if len(wanted) < batch.num_rows else batch
-        read = ("op", "seq", "event_ts", "before", "after", "source_file", "source_offset")
-        fields = {n: picked.column(n).to_pylist() for n in read}
-        emitted: list[tuple[Any, ...]] = []  # (row, _key, _old_key, _cdc_bucket, _role, _error)
-        for i in range(picked.num_rows):
-            try:
-                event = _prepare_event(
-                    fields["op"][i],
-                    fields["seq"][i],
-                    fields["event_ts"][i],
-                    fields["before"][i],
-                    fields["after"][i],
-                    (fields["source_file"][i], fields["source_offset"][i]),
-                    keys,
-                    types,
-                    cmap,
-                )
-            except CastError as exc:
-                emitted.append((i, None, None, None, "error", str(exc)))
+        is_row = pc.fill_null(pc.is_in(batch.column("op"), pa.array(sorted(ROW_OPS), pa.string())), False)
+        picked = batch if pc.all(is_row).as_py() is not False else batch.filter(is_row)
+        count = picked.num_rows
+        ops = picked.column("op").to_pylist()
+        if translate:
+            before_keys = after_keys = [None] * count
+            unsure = np.ones(count, dtype=bool)
+        else:
+            before_keys, unsure_before = image_keys(picked.column("before"), keys, types)
+            after_keys, unsure_after = image_keys(picked.column("after"), keys, types)
+            unsure = unsure_before | unsure_after
+        found: list[str | None] = [None] * count
+        old: list[str | None] = [None] * count
+        errors: list[str | None] = [None] * count
+        for i, op in enumerate(ops):  # merge.prepare's choice of key, on the key texts
+            if unsure[i]:
                 continue
-            bucket = bucket_of(event.key, buckets)
-            emitted.append((i, event.key, event.old_key, bucket, "main", None))
-            if event.old_key is not None and bucket_of(event.old_key, buckets) != bucket:
-                # logged under the old key's bucket too, so a refold of the old key finds it
-                emitted.append((i, event.key, event.old_key, bucket_of(event.old_key, buckets), "link", None))
-        rows, *values = [list(c) for c in zip(*emitted, strict=True)] if emitted else [[]] * 6
-        taken = picked.take(pa.array(rows, pa.int64()))
-        computed = dict(zip(("_key", "_old_key", "_cdc_bucket", "_role", "_error"), values, strict=True))
-        computed["_cdc_batch"] = [batch_id] * len(rows)
-        arrays = []
-        for field in ROUTED_SCHEMA:
-            if field.name in computed:
-                arrays.append(pa.array(computed[field.name], field.type))
-            elif field.name in taken.schema.names:
-                arrays.append(taken.column(field.name).cast(field.type))
+            before_key, after_key = before_keys[i], after_keys[i]
+            if op == "DELETE":
+                key = before_key or after_key
+            elif op == "UPDATE":
+                key = after_key or before_key
+                if after_key is not None and before_key is not None and after_key != before_key:
+                    old[i] = before_key
             else:
-                arrays.append(pa.nulls(len(rows), field.type))
-        yield pa.RecordBatch.from_arrays(arrays, schema=ROUTED_SCHEMA)
+                key = after_key
+            if key is None:  # the reference words the error
+                unsure[i] = True
+            found[i] = key
+        _route_by_reference(picked, np.flatnonzero(unsure), found, old, errors, keys, types, cmap)
+        emitted: list[tuple[Any, ...]] = []  # (row, _key, _old_key, _cdc_bucket, _role, _error)
+        for i in range(count):
+            if errors[i] is not None:
+                emitted.append((i, None, None, None, "error", errors[i]))
+                continue
+            key, old_key = found[i], old[i]
+            bucket = bucket_of(key, buckets)
+            emitted.append((i, key, old_key, bucket, "main", None))
+            if old_key is not None and bucket_of(old_key, buckets) != bucket:
+                # logged under the old key's bucket too, so a refold of the old key finds it
+                emitted.append((i, key, old_key, bucket_of(old_key, buckets), "link", None))
+        yield _routed_batch(picked, emitted, batch_id)
+
+
+def _route_by_reference(
+    picked: pa.RecordBatch,
+    rows: np.ndarray,
+    found: list[str | None],
+    old: list[str | None],
+    errors: list[str | None],
+    keys: list[str],
+    types: dict[str, str],
+    cmap: ColumnMap | None,
+) -> None:
+    """Key ``rows`` of ``picked`` by the reference (``merge.prepare``), filling ``found`` / ``old`` /
+    ``errors`` in place."""
+    if not len(rows):
+        return
+    taken = picked.take(pa.array(rows, pa.int64()))
+    read = ("op", "seq", "event_ts", "before", "after", "source_file", "source_offset")
+    fields = {n: taken.column(n).to_pylist() for n in read}
+    for j, i in enumerate(rows.tolist()):
+        try:
+            event = _prepare_event(
+                fields["op"][j],
+                fields["seq"][j],
+                fields["event_ts"][j],
+                fields["before"][j],
+                fields["after"][j],
+                (fields["source_file"][j], fields["source_offset"][j]),
+                keys,
+                types,
+                cmap,
+            )
+        except CastError as exc:
+            errors[i] = str(exc)
+            continue
+        found[i], old[i] = event.key, event.old_key
+
+
+def _routed_batch(picked: pa.RecordBatch, emitted: list[tuple[Any, ...]], batch_id: str) -> pa.RecordBatch:
+    rows, *values = [list(c) for c in zip(*emitted, strict=True)] if emitted else [[]] * 6
+    taken = picked.take(pa.array(rows, pa.int64()))
+    computed = dict(zip(("_key", "_old_key", "_cdc_bucket", "_role", "_error"), values, strict=True))
+    computed["_cdc_batch"] = [batch_id] * len(rows)
+    arrays = []
+    for field in ROUTED_SCHEMA:
+        if field.name in computed:
+            arrays.append(pa.array(computed[field.name], field.type))
+        elif field.name in taken.schema.names:
+            arrays.append(taken.column(field.name).cast(field.type))
+        else:
+            arrays.append(pa.nulls(len(rows), field.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=ROUTED_SCHEMA)
 
 
 def linked_in_driver(pairs: pa.Table, known: set[str]) -> tuple[list[str], set[tuple[str, str]]]:
