@@ -111,8 +111,19 @@ def prepare(
 
     Raises CastError with a sentence a person can act on.
     """
-    typed_before = cast_image(before, types)
-    typed_after = cast_image(after, types)
+    return keyed_event(op, seq, event_ts, cast_image(before, types), cast_image(after, types), source, keys)
+
+
+def keyed_event(
+    op: str,
+    seq: str | None,
+    event_ts: dt.datetime | None,
+    typed_before: dict[str, Any] | None,
+    typed_after: dict[str, Any] | None,
+    source: tuple[str, int],
+    keys: list[str],
+) -> PreparedEvent:
+    """:func:`prepare` after the cast: the key (and old key) of typed images; CastError when there is none."""
     seq = seq or ""
     old_key = None
     if op == "DELETE":

@@ -17,12 +17,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cdclake.coltypes import arrow_type, cast
+from cdclake.compaction.arrow_typing import typed_values
 from cdclake.compaction.folding import _out_schema, fold_part
 from cdclake.compaction.lake_tables import META_NAMES, table_schema
 from cdclake.compaction.native_fold import RESET_OPS
 from cdclake.compaction.routing import _component_homes
-from cdclake.events import from_json
 from cdclake.schema_evolution import ColumnMap
 
 _ORDER = ("_key", "_seq", "source_file", "source_offset", "_cdc_batch")
@@ -150,8 +149,7 @@ def fold_arrow(events: pa.Table, columns: list[tuple[str, str]], batch_id: str, 
         if from_base.any():
             texts[from_base] = before.texts(b_at[base_g[from_base]])
         texts[gone] = None
-        values = [None if t is None else cast(from_json(t), type_name) for t in texts.tolist()]
-        arrays.append(pa.array(values, arrow_type(type_name)))
+        arrays.append(typed_values(pa.array(texts, pa.string()), type_name))
 
     last = np.where(gone, -1, last_g)
     pick = pa.array(last, pa.int64(), mask=last < 0)

@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from cdclake.coltypes import arrow_type, quote_ident
 from cdclake.compaction.lake_tables import table_schema
-from cdclake.compaction.routing import _prepare_row
+from cdclake.compaction.routing import prepared_rows
 from cdclake.merge import LoggedEvent, bucket_of, key_of, refold
 from cdclake.schema_evolution import ColumnMap
 
@@ -71,9 +71,8 @@ def fold_part(
     """
     types = dict(columns)
     names = [n for n, _ in columns]
-    logged = []
-    for row in events.to_pylist():
-        logged.append(LoggedEvent(_prepare_row(row, keys, types, cmap), row["_cdc_batch"]))
+    prepared = prepared_rows(events, keys, types, cmap)
+    logged = [LoggedEvent(e, b) for e, b in zip(prepared, events["_cdc_batch"].to_pylist(), strict=True)]
     state, stats, affected = refold(logged, names, batch_id, truncate_seq)
     out = []
     for row in rows.to_pylist() if rows is not None else []:
@@ -146,7 +145,8 @@ def fold_history_part(
 
     types = dict(columns)
     names = [n for n, _ in columns]
-    logged = [LoggedEvent(_prepare_row(r, keys, types, cmap), r["_cdc_batch"]) for r in events.to_pylist()]
+    prepared = prepared_rows(events, keys, types, cmap)
+    logged = [LoggedEvent(e, b) for e, b in zip(prepared, events["_cdc_batch"].to_pylist(), strict=True)]
     versions = history(logged, names, truncates)
     out = []
     for row in rows.to_pylist():

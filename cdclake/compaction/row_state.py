@@ -23,7 +23,7 @@ from typing import Any
 import pyarrow as pa
 
 from cdclake.compaction.folding import folded_output
-from cdclake.compaction.routing import _prepare_row
+from cdclake.compaction.routing import prepared_rows
 from cdclake.merge import apply_events
 from cdclake.schema_evolution import ColumnMap
 
@@ -76,6 +76,6 @@ def fold_onto_rows(
     names = [n for n, _ in columns]
     state: dict[str, dict[str, Any]] = {row["_cdc_key"]: row for row in rows.to_pylist()}
     touched = set(state)
-    prepared = [_prepare_row(row, keys, types, cmap) for row in events.to_pylist()]
+    prepared = prepared_rows(events, keys, types, cmap)
     stats = apply_events(state, prepared, names, batch_id)
     return folded_output([], state, touched, stats, columns=columns, buckets=buckets, markers=True)

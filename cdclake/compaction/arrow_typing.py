@@ -1,4 +1,5 @@
-"""Routing's typing and keying of a batch of events, vectorized over its image maps.
+"""Typing and keying JSON value texts column-wise in Arrow: routing's check of a batch's events, and the
+cast of the values a fold chose.
 
 Routing (``routing.route_events``) must know of every row event whether its images cast to the
 table's types (else it is quarantined) and what its key and old key are. Done event by event that
@@ -12,17 +13,23 @@ its piece of the canonical key text (``merge.key_of``). An event with any value 
 accept, a column the table lacks, a repeated key column or a key column of another type is left to
 the reference (``merge.prepare``, one event at a time), so the outcome, including each error's
 wording, is the reference's. ``tests/compaction/test_routing.py`` holds the two to each other.
+
+:func:`typed_values` casts texts to a column's Arrow type the same way: Arrow's own casts for the texts
+the patterns accept, ``coltypes.cast`` for the rest (``tests/compaction/test_arrow_typing.py``), and
+:func:`typed_images` builds the typed image dicts the reference fold takes from them.
 """
 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cdclake.coltypes import BOOLEAN, DOUBLE, LONG, STRING
+from cdclake.coltypes import BOOLEAN, DOUBLE, LONG, STRING, CastError, arrow_type, cast
+from cdclake.events import from_json
 
 #: A JSON number (what ``events.from_json`` reads as int or Decimal), short enough that ``float`` of it
 #: cannot overflow (an int of over 308 digits does; a Decimal never does).
@@ -39,6 +46,12 @@ _BOOL = "^(?:true|false)$"
 _PLAIN_STRING = r'^"[^"\\\x00-\x1f]*"$'
 #: A bigint key piece: an integer written as ``int.__repr__`` writes it (no ``-0``).
 _LONG_KEY = r"^(?:0|-?[1-9][0-9]{0,17})$"
+#: A JSON number Arrow parses to the double ``float(from_json(text))`` is: bounded digits and exponent
+#: (no overflow), and never the integer ``-0`` (an int, so +0.0 in Python; -0.0 in Arrow).
+_DOUBLE = (
+    r"^(?:0|-?[1-9][0-9]{0,20})(?:\.[0-9]{1,20})?(?:[eE][+-]?[0-9]{1,2})?$"
+    r"|^-0(?:\.[0-9]{1,20}(?:[eE][+-]?[0-9]{1,2})?|[eE][+-]?[0-9]{1,2})$"
+)
 _DECIMAL = re.compile(r"^decimal\((\d+),\s*(\d+)\)$")
 
 
@@ -142,3 +155,73 @@ def image_keys(images: pa.Array, keys: list[str], types: dict[str, str]) -> tupl
     unsure[parents[~_valid_values(names, texts, types)]] = True
     key_texts, key_unsure = _key_texts(names, texts, parents, rows, keys, types)
     return key_texts, unsure | key_unsure
+
+
+def _fast_pattern(type_name: str) -> str | None:
+    """The texts of a type Arrow's cast reads as the reference does (None: every text goes to the reference)."""
+    fast = {LONG: _LONG, DOUBLE: _DOUBLE, BOOLEAN: _BOOL, STRING: _UNESCAPED_STRING}.get(type_name)
+    return fast or _decimal_pattern(type_name)
+
+
+def typed_values(texts: pa.Array, type_name: str) -> pa.Array:
+    """``[cast(from_json(t), type_name) for t in texts]`` (None and ``null`` as NULL) as an Arrow array of
+    the column's type: Arrow's casts where the texts' form makes them the same, the reference elsewhere."""
+    target = arrow_type(type_name)
+    pattern = _fast_pattern(type_name)
+    absent = pc.fill_null(pc.equal(texts, "null"), True).to_numpy(zero_copy_only=False)
+    fast = _matches(texts, pattern) if pattern is not None else np.zeros(len(texts), dtype=bool)
+    slow = ~fast & ~absent
+    chosen = pc.if_else(pa.array(fast), texts, pa.scalar(None, pa.string()))
+    if type_name == STRING:
+        out = pc.utf8_slice_codeunits(chosen, 1, -1)
+    elif type_name == BOOLEAN:
+        out = pc.equal(chosen, "true")
+    elif pattern is not None:
+        out = pc.cast(chosen, target)
+    else:
+        out = pa.nulls(len(texts), target)
+    if slow.any():
+        rest = texts.filter(pa.array(slow)).to_pylist()
+        out = pc.replace_with_mask(out, pa.array(slow), pa.array([cast(from_json(t), type_name) for t in rest], target))
+    return out
+
+
+def typed_images(images: pa.Array, types: dict[str, str]) -> list[dict[str, Any] | None] | None:
+    """Per row of a map column: ``merge.cast_image(events.image_from_text(row), types)``, each column's
+    values cast at once by :func:`typed_values`. None: the reference must do it, to word or raise what
+    it does (a column the table lacks, a NULL text, a value its type refuses)."""
+    if not pa.types.is_map(images.type):
+        return None
+    names, texts, parents = _entries(images)
+    if texts.null_count:
+        return None
+    column = pc.fill_null(pc.index_in(names, value_set=pa.array(list(types), pa.string())), -1)
+    column = column.to_numpy(zero_copy_only=False)
+    if (column < 0).any():
+        return None
+    values = np.empty(len(texts), dtype=object)
+    by_type: dict[str, list[int]] = {}
+    for index, type_name in enumerate(types.values()):
+        by_type.setdefault(type_name, []).append(index)
+    try:
+        for type_name, indexes in by_type.items():
+            rows = np.flatnonzero(np.isin(column, indexes))
+            if not len(rows):
+                continue
+            chosen = texts.take(pa.array(rows))
+            if _fast_pattern(type_name) is None:  # as the reference gives them (a datetime's own UTC tzinfo)
+                values[rows] = [cast(from_json(t), type_name) for t in chosen.to_pylist()]
+            else:
+                values[rows] = typed_values(chosen, type_name).to_pylist()
+    except CastError:
+        return None
+    counts = np.bincount(parents, minlength=len(images)).tolist()
+    valid = pc.is_valid(images).to_numpy(zero_copy_only=False).tolist()
+    name_list, value_list = names.to_pylist(), values.tolist()
+    out: list[dict[str, Any] | None] = []
+    at = 0
+    for count, is_valid in zip(counts, valid, strict=True):
+        end = at + count
+        out.append(dict(zip(name_list[at:end], value_list[at:end], strict=True)) if is_valid else None)
+        at = end
+    return out

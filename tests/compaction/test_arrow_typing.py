@@ -1,0 +1,81 @@
+"""``typed_values`` (Arrow's casts where the texts' form allows) gives what ``coltypes.cast`` gives, value by
+value, to the sign of a zero and the digits of a decimal."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cdclake.coltypes import CastError, arrow_type, cast
+from cdclake.compaction.arrow_typing import typed_values
+from cdclake.events import from_json, value_text
+
+TYPES = ["bigint", "double", "boolean", "string", "decimal(5,2)", "decimal(3,3)", "decimal(38,10)", "timestamp", "date"]
+EDGES = [
+    "null",
+    "0",
+    "-0",
+    "-0.0",
+    "-0e1",
+    "1e3",
+    "2.5E-2",
+    "1e99",
+    "1e-99",
+    "1" + "0" * 25,
+    "9223372036854775807",
+    "123456789012345678901",
+    "0.1",
+    "123.45",
+    "1234.5",
+    "0.125",
+    "true",
+    "false",
+    '""',
+    '"abc"',
+    '"é ü"',
+    '"a\\"b"',
+    '"\\u00e9"',
+    '"x\ty"',
+    '"12"',
+    '"2024-01-02 03:04:05"',
+    '"2024-01-02"',
+]
+numbers = (
+    st.integers(-(10**22), 10**22)
+    | st.decimals(allow_nan=False, allow_infinity=False, places=4)
+    | st.floats(allow_nan=False, allow_infinity=False)
+)
+texts = st.none() | st.sampled_from(EDGES) | numbers.map(value_text) | st.text(max_size=5).map(value_text)
+
+
+def _reference(values: list[str | None], type_name: str) -> list | None:
+    """``coltypes.cast`` of each text; None if one is not a value of the type (routing quarantines those)."""
+    try:
+        return [None if t is None else cast(from_json(t), type_name) for t in values]
+    except CastError:
+        return None
+
+
+def _exact(values: list) -> list[str]:
+    return [repr(v) for v in values]  # -0.0 and 0.0, Decimal("1.5") and Decimal("1.50") differ
+
+
+@settings(max_examples=200, deadline=None)
+@given(values=st.lists(texts, max_size=12), type_name=st.sampled_from(TYPES))
+def test_typed_values_are_the_reference_casts(values, type_name):
+    expected = _reference(values, type_name)
+    if expected is None:
+        return
+    got = typed_values(pa.array(values, pa.string()), type_name)
+    assert got.type == arrow_type(type_name)
+    assert _exact(got.to_pylist()) == _exact(pa.array(expected, arrow_type(type_name)).to_pylist())
+
+
+def test_edges_of_the_fast_forms():
+    got = typed_values(pa.array(["-0", "-0.0", "1e3", None, "null"], pa.string()), "double").to_pylist()
+    assert _exact(got) == ["0.0", "-0.0", "1000.0", "None", "None"]
+    assert typed_values(pa.array(["1.5", "0"]), "decimal(5,2)").to_pylist() == [Decimal("1.50"), Decimal("0.00")]
+    assert typed_values(pa.array(['"a\\"b"', '"é"']), "string").to_pylist() == ['a"b', "é"]
