@@ -2,12 +2,20 @@
 
 - :mod:`~cdclake.compaction.lake_tables`: the tables (current rows, change log, SCD2 history), their
   DDL and creation;
-- :mod:`~cdclake.compaction.routing`: which events a batch folds and on which worker;
+- :mod:`~cdclake.compaction.routing`: which events a batch folds and on which worker (typing and keying
+  column-wise through :mod:`~cdclake.compaction.arrow_typing`);
 - :mod:`~cdclake.compaction.folding`: what a merge means (the refold, SCD2 versions), Arrow in and out;
+  its fast forms: :mod:`~cdclake.compaction.arrow_fold` (the driver), :mod:`~cdclake.compaction.native_fold`
+  (Spark SQL), :mod:`~cdclake.compaction.row_state` (in-order keys onto their rows);
 - :mod:`~cdclake.compaction.strategy`: merge-on-read or bucket overwrite, and which buckets (maintenance);
-- :mod:`~cdclake.compaction.publish`: how the fold is committed (validated overwrite, branch + fast-forward);
+- :mod:`~cdclake.compaction.driver_io`: the driver path's reads (pyarrow, pyiceberg through
+  :mod:`~cdclake.compaction.driver_read`) and commits (:mod:`~cdclake.compaction.row_delta`);
+- :mod:`~cdclake.compaction.spark_fold`: the folds Spark runs (the workers path, the SCD2 rewrite);
+- :mod:`~cdclake.compaction.publish`: how Spark's fold is committed (validated overwrite, branch + fast-forward);
 - :mod:`~cdclake.compaction.lineage`: what ``main``'s history says (committed batches and their counts);
-- :mod:`~cdclake.compaction.table`: the procedure for one table, with its retries;
+- :mod:`~cdclake.compaction.switches`: the settings it reads at each table (bounds, switches);
+- :mod:`~cdclake.compaction.table`: the procedure for one table (route, log, affected keys, fold, commit),
+  with its retries;
 - :mod:`~cdclake.compaction.runner`: every table of a batch in one Spark application, several at once.
 
 ``cdclake.merge`` is the reference model of the semantics (DESIGN.md section 4).

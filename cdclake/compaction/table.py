@@ -56,19 +56,28 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cdclake.batch import read_report
-from cdclake.coltypes import quote_ident
 from cdclake.compaction.arrow_fold import fold_driver
-from cdclake.compaction.driver_read import read_buckets, read_log
-from cdclake.compaction.folding import _aliased, _aliases, _real_names, _renamed, fold_history_part, fold_part
+from cdclake.compaction.driver_io import (
+    _append_in_driver,
+    _batch_events,
+    _buckets_in_driver,
+    _current_rows,
+    _events_arrow,
+    _kept_rows,
+    _overwrite_in_driver,
+    _parted_in_driver,
+    _row_delta,
+    _to_frame,
+    bulk_bound,
+)
+from cdclake.compaction.driver_read import read_log
+from cdclake.compaction.folding import fold_part
 from cdclake.compaction.lake_tables import (
-    HISTORY_META_DDL,
-    HISTORY_META_NAMES,
     HISTORY_SUFFIX,
     LOG_DDL,
     LOG_SCHEMA,
     LOG_SUFFIX,
     META_DDL,
-    META_NAMES,
     ROUTED_SCHEMA,
     ROW_KEYS_PROPERTY,
     TRUNCATE_BUCKET,
@@ -76,7 +85,6 @@ from cdclake.compaction.lake_tables import (
     _sql_string,
     _table_ddl,
     ensure_tables,
-    table_schema,
 )
 from cdclake.compaction.lineage import (
     COUNTS_PROPERTY,
@@ -84,11 +92,9 @@ from cdclake.compaction.lineage import (
     _committed_counts,
     _fresh_snapshot_id,
     _head_summary,
-    _java_table,
     _only_batch,
     _snapshot_info,
 )
-from cdclake.compaction.native_fold import fold_native
 from cdclake.compaction.publish import (
     COMMIT_ATTEMPTS,
     _branch_name,
@@ -98,10 +104,12 @@ from cdclake.compaction.publish import (
     _unshuffled,
     _validated,
 )
-from cdclake.compaction.routing import _component_homes, _linked_keys, _with_part, linked_in_driver, route_events
-from cdclake.compaction.row_delta import POSITION_COLUMNS, Located, append_rows, commit_overwrite, commit_row_delta
+from cdclake.compaction.routing import _linked_keys, linked_in_driver, route_events
+from cdclake.compaction.row_delta import POSITION_COLUMNS, Located
 from cdclake.compaction.row_state import candidate_keys, fold_onto_rows, in_order_keys
+from cdclake.compaction.spark_fold import _fold_on_workers, _write_history
 from cdclake.compaction.strategy import MERGE_ON_READ, OVERWRITE, _choose_mode
+from cdclake.compaction.switches import driver_commits_enabled, driver_fold_rows, native_fold_enabled, row_state_enabled
 from cdclake.faults import fault_point, inside_commit
 from cdclake.merge import bucket_of
 from cdclake.schema_evolution import ColumnMap
@@ -113,54 +121,6 @@ logger = logging.getLogger(__name__)
 #: at most this many times its bound in rows (more: a long history, searched and read through Spark).
 LOG_READ_FACTOR = 2
 PAIR_SCHEMA = pa.schema([("_key", pa.string()), ("_old_key", pa.string())])
-
-
-def driver_fold_rows() -> int:
-    """The driver-fold bound (``Settings.driver_fold_rows``; docs/decisions.md, "Small batches fold in the driver")."""
-    from cdclake.settings import Settings
-
-    return Settings.from_env().driver_fold_rows
-
-
-def driver_bulk_rows() -> int:
-    """The bulk driver-fold bound (``Settings.driver_bulk_rows``; docs/decisions.md, "The bulk path in the driver")."""
-    from cdclake.settings import Settings
-
-    return Settings.from_env().driver_bulk_rows
-
-
-def _bulk_fits(spark, changelog: Path, source_table: str, expected: int | None) -> bool:
-    """A table batch the bulk path takes: at most ``Settings.driver_bulk_rows`` events and
-    ``driver_bulk_bytes`` uncompressed bytes of them (its folder's Parquet footers; no folder: not bulk)."""
-    from cdclake.batch_events import decoded_bytes
-    from cdclake.settings import Settings
-
-    settings = Settings.from_env()
-    if expected is None or expected > settings.driver_bulk_rows or not settings.native_fold:
-        return False
-    folder = _events_folder(spark, changelog, source_table)
-    return folder is not None and decoded_bytes(sorted(folder.glob("*.parquet"))) <= settings.driver_bulk_bytes
-
-
-def row_state_enabled() -> bool:
-    """``Settings.row_state`` (docs/decisions.md, "Row state")."""
-    from cdclake.settings import Settings
-
-    return Settings.from_env().row_state
-
-
-def driver_commits_enabled() -> bool:
-    """``Settings.driver_commits`` (docs/decisions.md, "The driver fold commits its own files")."""
-    from cdclake.settings import Settings
-
-    return Settings.from_env().driver_commits
-
-
-def native_fold_enabled() -> bool:
-    """``Settings.native_fold`` (docs/decisions.md, "The fold at native speed")."""
-    from cdclake.settings import Settings
-
-    return Settings.from_env().native_fold
 
 
 def _table_events(batch_dir: Path, source_table: str) -> int | None:
@@ -179,11 +139,6 @@ def _write_quarantine(errors, path: Path) -> None:
         "source_offset",
         F.to_json(F.struct("op", "seq", "before", "after")).cast("binary").alias("raw"),
     ).write.mode("overwrite").parquet(str(path))
-
-
-def _to_frame(spark, table: pa.Table, ddl: str):
-    """A Spark DataFrame of a driver-side Arrow table (no job; ``ddl`` gives Spark's names and types)."""
-    return spark.createDataFrame(table, schema=ddl) if table.num_rows else spark.createDataFrame([], ddl)
 
 
 def compact_table(
@@ -221,11 +176,12 @@ def compact_table(
     # keyed row in its log: every row event is quarantined, and the fold has nothing to distribute
     keyless = not set(keys) <= set(types)
     in_driver = expected is not None and (expected <= limit or keyless)
-    bulk = not in_driver and _bulk_fits(spark, batch_dir / "changelog", source_table, expected)
-    if bulk:
+    bulk_limit = None if in_driver else bulk_bound(spark, batch_dir / "changelog", source_table, expected)
+    bulk = bulk_limit is not None
+    if bulk_limit is not None:
         # the bulk path: the fold's plain keys at native speed in the driver (arrow_fold), every bound of
         # this batch's driver reads raised to it
-        in_driver, limit = True, driver_bulk_rows()
+        in_driver, limit = True, bulk_limit
     if in_driver:  # routed here: one job reads the events, nothing is written or counted by Spark
         ev_arrow = _events_arrow(spark, batch_dir / "changelog", source_table)
         routed_arrow = pa.Table.from_batches(
@@ -336,17 +292,22 @@ def compact_table(
             key_set -= in_order
     linked: list[str] = []
     link_pairs: set[tuple[str, str]] | None = None  # every key change touching the affected keys, when searched
-    batch_keys = None  # the affected keys as a frame: only where a log search needs one (not a new table's)
-    if not full and not whole_log:
+
+    def keys_frame():
+        """The affected keys (with the linked ones found so far) as a frame: built only where a Spark
+        search or log read needs one, never on a table's first batch or the bulk path's pyiceberg reads."""
         if key_set is not None:
-            batch_keys = spark.createDataFrame([(k,) for k in sorted(key_set)], "k string")
-        else:
-            batch_keys = (
-                good.where("_key IS NOT NULL")
-                .select(F.col("_key").alias("k"))
-                .union(good.where("_old_key IS NOT NULL").select(F.col("_old_key").alias("k")))
-                .distinct()
-            )
+            return spark.createDataFrame([(k,) for k in sorted(key_set)], "k string")
+        frame = (
+            good.where("_key IS NOT NULL")
+            .select(F.col("_key").alias("k"))
+            .union(good.where("_old_key IS NOT NULL").select(F.col("_old_key").alias("k")))
+            .distinct()
+        )
+        if linked:
+            frame = frame.union(spark.createDataFrame([(k,) for k in linked], "k string")).distinct()
+        return frame
+
     if not full and not whole_log and (key_set is None or key_set):
         pairs = None
         if bulk and key_set is not None:  # every key change of a log of bounded size, at once: no join rounds
@@ -355,34 +316,34 @@ def compact_table(
         if pairs is not None:
             linked, link_pairs = linked_in_driver(pairs, key_set)
         else:
-            linked, link_pairs = _linked_keys(spark, log_name, batch_keys, key_set)
+            linked, link_pairs = _linked_keys(spark, log_name, keys_frame(), key_set)
     if linked:
-        batch_keys = batch_keys.union(spark.createDataFrame([(k,) for k in linked], "k string")).distinct()
         if key_set is not None:
             key_set |= set(linked)
         in_order -= set(linked)  # linked to a late key by a key change: its log is read with the others
     if full:
         affected_buckets = list(range(buckets))
-        log_events = log.where(F.col("_cdc_bucket") >= 0)
+    elif key_set is not None:
+        affected_buckets = sorted({bucket_of(k, buckets) for k in key_set | in_order})
     elif whole_log:
-        if key_set is not None:
-            affected_buckets = sorted({bucket_of(k, buckets) for k in key_set | in_order})
-        else:
-            affected_buckets = sorted({r["_cdc_bucket"] for r in good.select("_cdc_bucket").distinct().collect()})
-        log_events = log.where(F.col("_cdc_bucket") >= 0)
+        affected_buckets = sorted({r["_cdc_bucket"] for r in good.select("_cdc_bucket").distinct().collect()})
     else:
-        if key_set is not None:
-            affected_buckets = sorted({bucket_of(k, buckets) for k in key_set | in_order})
-        else:
-            # a change-log row sits in its key's bucket, or (role "link") in its old key's: the batch's rows'
-            # buckets are its keys' buckets, without collecting the keys
-            logged_buckets = {r["_cdc_bucket"] for r in good.select("_cdc_bucket").distinct().collect()}
-            affected_buckets = sorted(logged_buckets | {bucket_of(k, buckets) for k in linked})
+        # a change-log row sits in its key's bucket, or (role "link") in its old key's: the batch's rows'
+        # buckets are its keys' buckets, without collecting the keys
+        logged_buckets = {r["_cdc_bucket"] for r in good.select("_cdc_bucket").distinct().collect()}
+        affected_buckets = sorted(logged_buckets | {bucket_of(k, buckets) for k in linked})
+
+    def log_events_frame():
+        """The affected keys' logged events as a Spark frame (planned only where Spark reads them)."""
+        if full or whole_log:
+            return log.where(F.col("_cdc_bucket") >= 0)
         in_buckets = log.where(F.col("_cdc_bucket").isin(affected_buckets))
-        keyset = F.broadcast(batch_keys) if len(affected_buckets) < buckets else batch_keys
-        log_events = in_buckets.join(keyset, in_buckets["_key"] == keyset["k"], "left_semi").union(
+        wanted = keys_frame()
+        keyset = F.broadcast(wanted) if len(affected_buckets) < buckets else wanted
+        return in_buckets.join(keyset, in_buckets["_key"] == keyset["k"], "left_semi").union(
             in_buckets.join(keyset, in_buckets["_old_key"] == keyset["k"], "left_semi")
         )
+
     if not affected_buckets:
         return {"status": "no-change", "applied": 0, "stale": 0, "quarantined": quarantined}
     if full or read_snapshot is None or main_done:
@@ -422,6 +383,7 @@ def compact_table(
             # a log no larger than the bound is read whole-query (one job); a larger one through a limit
             # (Spark then collects partition by partition, several jobs) so a long history stays bounded
             log_rows = int(_head_summary(spark, log_name).get("total-records", limit + 1))
+            log_events = log_events_frame()
             logged_arrow = (log_events if log_rows <= limit else log_events.limit(limit + 1)).toArrow()
         else:  # every key folds onto its row: no log is read
             logged_arrow = LOG_SCHEMA.empty_table()
@@ -482,7 +444,7 @@ def compact_table(
             name,
             batch_dir,
             layout,
-            log_events,
+            log_events_frame(),
             mode,
             rewrite_buckets,
             fold_args,
@@ -593,362 +555,3 @@ def compact_table(
         "log_files_total": int(log_summary.get("total-data-files", 0)),  # small files pile up here: maintenance
         "committed_at": dt.datetime.now(dt.UTC).isoformat(),
     }
-
-
-def _batch_events(spark, changelog: Path, source_table: str):
-    """This batch's events of ``source_table``: its partition folder of the change log read alone.
-
-    Reading the whole folder and filtering lists every table's folder first (a Spark listing job once there
-    are more than 32): 0.73-1.0 s per table with 300 tables, against 0.08 s for its own folder.
-    """
-    from pyspark.sql import functions as F
-
-    folder = _events_folder(spark, changelog, source_table)
-    if folder is not None:
-        return spark.read.parquet(str(folder)).withColumn("table", F.lit(source_table))
-    return spark.read.parquet(str(changelog)).where(F.col("table") == source_table)
-
-
-def _events_folder(spark, changelog: Path, source_table: str) -> Path | None:
-    """``source_table``'s partition folder of the change log (Spark's escaping of its name), if there is one."""
-    jvm = getattr(spark, "_jvm", None)
-    if jvm is None:
-        return None
-    escaped = jvm.org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils.escapePathName(source_table)
-    folder = changelog / f"table={escaped}"
-    return folder if folder.is_dir() else None
-
-
-def _events_arrow(spark, changelog: Path, source_table: str) -> pa.Table:
-    """This batch's events of ``source_table`` in the driver: its folder's Parquet files read by pyarrow (no
-    Spark job: 0.3-1.3 s for a 30k-event table through Spark, and no Spark frame to plan), else through Spark."""
-    import pyarrow.dataset as ds
-
-    folder = _events_folder(spark, changelog, source_table)
-    if folder is not None:
-        try:
-            read = ds.dataset(str(folder), format="parquet").to_table()
-            if "op" in read.column_names:
-                return read
-        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:  # files Spark unifies
-            logger.info("%s: events read through Spark (%s)", source_table, exc)
-    return _batch_events(spark, changelog, source_table).toArrow()
-
-
-#: Up to about this many rows in the touched buckets, the current rows of a batch's keys are read by
-#: reading the buckets whole and filtering in Arrow: no join to plan and broadcast (1,000 keys of a 100k
-#: table: 0.42 s against 0.62 s for the semi-join, median of 5, /tmp script in the issue 19 note).
-BUCKET_READ_ROWS = 200_000
-#: A bucket overwrite of a table of at most this many rows reads them in the driver (pyiceberg) and commits
-#: from there; a larger one passes its untouched rows through in Spark.
-DRIVER_OVERWRITE_ROWS = 200_000
-
-
-def _current_rows(
-    spark,
-    name: str,
-    keys: set[str],
-    buckets: int,
-    records: int | None = None,
-    positions: bool = False,
-    snapshot: int | None = None,
-    columns: list[tuple[str, str]] | None = None,
-) -> tuple[pa.Table, Located | None]:
-    """The current rows of ``keys``: their whole buckets filtered in Arrow when they hold at most
-    :data:`BUCKET_READ_ROWS` by the table's ``records`` (else one Spark job, a broadcast semi-join on
-    ``_cdc_key``).
-
-    With ``positions``, also where the rows the read saw live (every row of whole buckets read); whole
-    buckets are then read by pyiceberg in the driver at ``snapshot`` (``driver_read``; the table's
-    ``columns`` give the schema), else by one Spark job."""
-    from pyspark.sql import functions as F
-
-    touched = sorted({bucket_of(k, buckets) for k in keys})
-    current = spark.table(name).where(F.col("_cdc_bucket").isin(touched))
-    if positions:
-        current = current.select("*", *POSITION_COLUMNS)
-    wanted_keys = pa.array(sorted(keys), pa.string())
-    if records is not None and records * len(touched) <= BUCKET_READ_ROWS * buckets:
-        read = None
-        if positions and snapshot is not None and columns is not None:
-            placed = table_schema(columns).append(pa.field("_file", pa.string())).append(pa.field("_pos", pa.int64()))
-            read = read_buckets(spark, name, snapshot, touched, placed)
-        if read is None:
-            read = current.toArrow()
-        located = Located.of(read, buckets=touched) if positions else None
-        rows = read.filter(pc.is_in(read["_cdc_key"], wanted_keys))
-    else:
-        wanted = F.broadcast(spark.createDataFrame([(k,) for k in sorted(keys)], "k string"))
-        rows = current.join(wanted, current["_cdc_key"] == wanted["k"], "left_semi").toArrow()
-        located = Located.of(rows, keys=keys) if positions else None
-    return (rows.drop_columns(POSITION_COLUMNS) if positions else rows), located
-
-
-def _row_delta(
-    spark,
-    name: str,
-    read_snapshot: int,
-    picked: pa.Table,
-    located: Located | None,
-    columns: list[tuple[str, str]],
-    buckets: int,
-    merge_buckets: list[int],
-    properties: dict[str, str],
-) -> bool:
-    """Commit the driver fold's ``row``s and ``gone`` markers as a row delta (``row_delta.commit_row_delta``),
-    locating the current rows the reads so far did not cover (one read). False: the caller merges (no JVM,
-    or a table whose schema holds columns the fold does not write)."""
-    table = _java_table(spark, name)
-    if table is None:
-        return False
-    keys = set(picked["_cdc_key"].to_pylist())
-    missing = {k for k in keys if located is None or not located.covers(k, buckets)}
-    if missing:
-        records = int(_head_summary(spark, name).get("total-records", 0))
-        found = _current_rows(spark, name, missing, buckets, records, True, read_snapshot, columns)[1]
-        located = found if located is None else located.plus(found)
-    rows = picked.filter(pc.equal(picked["_cdc_kind"], "row"))
-    rows = rows.select([n for n, _ in columns] + META_NAMES).cast(table_schema(columns))
-    with inside_commit(spark, name):
-        done = commit_row_delta(spark, table, read_snapshot, rows, located.of_keys(keys), merge_buckets, properties)
-    spark.catalog.refreshTable(name)
-    return done
-
-
-def _append_in_driver(spark, log_name: str, logged: pa.Table, batch_id: str, metrics: bool = False) -> bool:
-    """Append the driver's change-log rows from the driver (``row_delta.append_rows``: no Spark job); False
-    when there is no JVM or the log's schema is not ours (Spark appends them instead)."""
-    table = _java_table(spark, log_name)
-    if table is None or not append_rows(spark, table, logged, {BATCH_PROPERTY: batch_id}, metrics):
-        return False
-    spark.catalog.refreshTable(log_name)
-    return True
-
-
-def _overwrite_in_driver(spark, name: str, read_snapshot, rows: pa.Table, buckets: list[int], properties) -> bool:
-    """The bucket overwrite of the driver's rows committed from the driver (``row_delta.commit_overwrite``:
-    no Spark job, no Arrow frame shipped to the JVM); False when there is no JVM or the table's schema is not
-    the fold's columns (Spark overwrites instead)."""
-    table = _java_table(spark, name)
-    if table is None:
-        return False
-    with inside_commit(spark, name):
-        done = commit_overwrite(spark, table, read_snapshot, rows, buckets, properties)
-    if done:
-        spark.catalog.refreshTable(name)
-    return done
-
-
-def _buckets_in_driver(spark, name: str, snapshot: int, buckets: list[int], columns, in_order: set[str]):
-    """The current rows of ``buckets`` at ``snapshot``, less the ``in_order`` keys' (the row-state fold gives
-    theirs), read by pyiceberg; None when the table holds more than :data:`DRIVER_OVERWRITE_ROWS` rows or the
-    reader does not apply (the overwrite then passes them through in Spark)."""
-    if int(_head_summary(spark, name).get("total-records", DRIVER_OVERWRITE_ROWS + 1)) > DRIVER_OVERWRITE_ROWS:
-        return None
-    placed = table_schema(columns).append(pa.field("_file", pa.string())).append(pa.field("_pos", pa.int64()))
-    read = read_buckets(spark, name, snapshot, buckets, placed)
-    if read is None:
-        return None
-    read = read.drop_columns(POSITION_COLUMNS)
-    return read.filter(pc.invert(pc.is_in(read["_cdc_key"], pa.array(sorted(in_order), pa.string()))))
-
-
-def _kept_rows(spark, name: str, rewrite_buckets: list[int], folded: set[str], truncate_seq, columns):
-    """The rewritten buckets' rows the fold did not touch, as ``fold_part`` passes them through (rows
-    older than the truncate watermark go: their events are not in the log)."""
-    from pyspark.sql import functions as F
-
-    current = spark.table(name).where(F.col("_cdc_bucket").isin(rewrite_buckets))
-    if folded:
-        done = F.broadcast(spark.createDataFrame([(k,) for k in sorted(folded)], "k string"))
-        current = current.join(done, current["_cdc_key"] == done["k"], "left_anti")
-    if truncate_seq is not None:
-        current = current.where(F.coalesce(F.col("_cdc_seq"), F.lit("")) >= F.lit(truncate_seq))
-    return current.select(*[F.col(quote_ident(n)) for n, _ in columns], *META_NAMES)
-
-
-def _parted_in_driver(spark, logged: pa.Table, buckets: int):
-    """The logged events as a frame with ``_cdc_part`` (as :func:`_fold_on_workers` routes them), for SCD2."""
-    old_keys = logged["_old_key"].to_pylist()
-    pairs = sorted({(k, o) for k, o in zip(logged["_key"].to_pylist(), old_keys, strict=True) if o is not None})
-    part_of = _component_homes(pairs, buckets)
-    parts = [
-        part_of.get(k, b) if k is not None else b
-        for k, b in zip(logged["_key"].to_pylist(), logged["_cdc_bucket"].to_pylist(), strict=True)
-    ]
-    parted = logged.append_column("_cdc_part", pa.array(parts, pa.int32()))
-    return _to_frame(spark, parted, LOG_DDL + ", _cdc_part int"), part_of
-
-
-def _with_event_part(spark, log_events, part_of: dict[str, int]):
-    """``_cdc_part`` of each logged event: its key's component home, else its bucket (a broadcast join of
-    the few keys in key-change components, not a Python UDF over every event)."""
-    from pyspark.sql import functions as F
-
-    if not part_of:
-        return log_events.withColumn("_cdc_part", F.col("_cdc_bucket"))
-    homes = F.broadcast(spark.createDataFrame(sorted(part_of.items()), "_home_key string, _home int"))
-    joined = log_events.join(homes, log_events["_key"] == homes["_home_key"], "left")
-    return joined.withColumn("_cdc_part", F.coalesce(F.col("_home"), F.col("_cdc_bucket"))).drop("_home_key", "_home")
-
-
-def _fold_on_workers(
-    spark,
-    name: str,
-    batch_dir: Path,
-    layout: dict[str, Any],
-    log_events,
-    mode: str,
-    rewrite_buckets: list[int],
-    fold_args: dict[str, Any],
-    pairs: set[tuple[str, str]] | None = None,
-    keyed: bool = False,
-    has_rows: bool = True,
-):
-    """The distributed fold: keys without key changes in Spark SQL (``native_fold``), each key-change
-    component on one Python worker (the bucket of its smallest key); ``keyed``: every current row has
-    its ``_cdc_key`` (what passing the untouched rows through natively needs); ``has_rows`` False: the
-    table had no snapshot when read (the validated overwrite fails if one appears), so no rows pass through.
-
-    Returns (the commit's source frame, the MERGE's buckets, stats, part_of, the events with their worker).
-    """
-    from pyspark.sql import functions as F
-
-    columns, keys, buckets = fold_args["columns"], fold_args["keys"], fold_args["buckets"]
-    if pairs is None:  # the linked-key search did not run (full refold): the pairs of the events read
-        found = log_events.where("_old_key IS NOT NULL").select("_key", "_old_key").distinct().collect()
-        pairs = {(r["_key"], r["_old_key"]) for r in found}
-    part_of = _component_homes(sorted(pairs), buckets)
-
-    ev_parted = _with_event_part(spark, log_events, part_of)
-
-    # data columns under aliases on the Spark side (see _aliases); fold_part sees the real names
-    names, aliases = [n for n, _ in columns], _aliases(columns)
-    aliased = list(zip(aliases, [t for _, t in columns], strict=True))
-    alias_keys = [aliases[names.index(k)] for k in keys]
-    out_ddl = _table_ddl(aliased, META_DDL, "_cdc_kind string, _cdc_info string")
-
-    def fold_events(ev: pa.Table) -> pa.Table:
-        return _renamed(fold_part(ev, None, markers=True, **fold_args), aliases)
-
-    cmap = fold_args["cmap"]
-    if keyed and native_fold_enabled() and not (cmap and (cmap.renames or cmap.dropped)):
-        linked = None
-        if part_of:  # the key-change components' events: the Python fold
-            homes = _homes_frame(spark, part_of)
-            linked_events = ev_parted.join(homes, ev_parted["_key"] == homes["_home_key"], "left_semi")
-            linked = linked_events.groupBy("_cdc_part").applyInArrow(fold_events, out_ddl)
-        passed = rewrite_buckets if has_rows else []
-        folded = _fold_native(spark, name, log_events, linked, part_of, mode, passed, fold_args)
-    elif mode == MERGE_ON_READ:  # the affected keys' events only: no current row is read
-        folded = ev_parted.groupBy("_cdc_part").applyInArrow(fold_events, out_ddl)
-    else:
-        current = spark.table(name).where(F.col("_cdc_bucket").isin(rewrite_buckets))
-        current = _with_part(_aliased(current, columns, META_NAMES), part_of, alias_keys, _table_ddl(aliased, META_DDL))
-
-        def fold(ev: pa.Table, rows: pa.Table) -> pa.Table:
-            return _renamed(fold_part(ev, _renamed(rows, names), **fold_args), aliases)
-
-        folded = ev_parted.groupBy("_cdc_part").cogroup(current.groupBy("_cdc_part")).applyInArrow(fold, out_ddl)
-
-    merged_dir = batch_dir / "merged" / layout["identifier"]
-    fault_point("compact:before-write")
-    folded.write.mode("overwrite").parquet(str(merged_dir))
-    merged = spark.read.schema(out_ddl).parquet(str(merged_dir))
-    stats = {"applied": 0, "stale": 0, "deleted_keys": 0}
-    for r in merged.where("_cdc_kind = 'stats'").select("_cdc_info").collect():
-        for k, v in json.loads(r["_cdc_info"]).items():
-            stats[k] += v
-    merge_buckets: list[int] = []
-    if mode == MERGE_ON_READ:
-        source = _real_names(merged.where("_cdc_kind IN ('row', 'gone')"), columns, [*META_NAMES, "_cdc_kind"])
-        # the buckets of the fold's keys (= the touched buckets, unless a key-change chain was cut short)
-        merge_buckets = sorted({r["_cdc_bucket"] for r in source.select("_cdc_bucket").distinct().collect()})
-    else:
-        source = _real_names(merged.where("_cdc_kind = 'row'"), columns, META_NAMES)
-    return source, merge_buckets, stats, part_of, ev_parted
-
-
-def _homes_frame(spark, part_of: dict[str, int]):
-    """The keys of key-change components, broadcast (they are few)."""
-    from pyspark.sql import functions as F
-
-    return F.broadcast(spark.createDataFrame([(k,) for k in sorted(part_of)], "_home_key string"))
-
-
-def _fold_native(spark, name: str, log_events, linked, part_of: dict[str, int], mode, rewrite_buckets, fold_args):
-    """The fold's output with every key outside ``part_of`` folded in Spark SQL; ``linked`` (the Python
-    fold of the key-change components' events, with ``_cdc_part``) joined in; for a bucket overwrite, the
-    touched buckets' other current rows passed through as ``fold_part`` passes them (``rewrite_buckets``: none
-    when the table has no rows yet)."""
-    from pyspark.sql import functions as F
-
-    columns, truncate_seq = fold_args["columns"], fold_args["truncate_seq"]
-    plain = log_events
-    if part_of:
-        homes = _homes_frame(spark, part_of)
-        plain = log_events.join(homes, log_events["_key"] == homes["_home_key"], "left_anti")
-    folded = fold_native(plain, columns, fold_args["batch_id"], truncate_seq)
-    if linked is not None:
-        folded = folded.unionByName(linked)
-    if mode != MERGE_ON_READ and rewrite_buckets:  # none: a table without rows yet, nothing passes through
-        affected = (
-            log_events.select(F.col("_key").alias("k"))
-            .union(log_events.where("_old_key IS NOT NULL").select(F.col("_old_key").alias("k")))
-            .distinct()
-        )
-        current = spark.table(name).where(F.col("_cdc_bucket").isin(rewrite_buckets))
-        kept = current.join(affected, current["_cdc_key"] == affected["k"], "left_anti")
-        if truncate_seq is not None:  # rows whose events are not in the log (a table older than its log)
-            kept = kept.where(F.coalesce(F.col("_cdc_seq"), F.lit("")) >= F.lit(truncate_seq))
-        kept = _aliased(kept, columns, META_NAMES).select(
-            "*", F.lit("row").alias("_cdc_kind"), F.lit(None).cast("string").alias("_cdc_info")
-        )
-        folded = folded.unionByName(kept)
-    return folded
-
-
-def _write_history(
-    spark,
-    hist: str,
-    ev_parted,
-    part_of: dict[str, int],
-    affected_buckets: list[int],
-    keys: list[str],
-    columns: list[tuple[str, str]],
-    buckets: int,
-    batch_id: str,
-    log,
-    out_dir: Path,
-    cmap: ColumnMap | None = None,
-) -> None:
-    from pyspark.sql import functions as F
-
-    if batch_id in _snapshot_info(spark, hist):
-        return
-    read_snapshot = _fresh_snapshot_id(spark, hist)
-    truncates = [
-        (r["seq"], r["event_ts"])
-        for r in log.where(F.col("_cdc_bucket") == TRUNCATE_BUCKET).select("seq", "event_ts").collect()
-    ]
-    names, aliases = [n for n, _ in columns], _aliases(columns)
-    alias_keys = [aliases[names.index(k)] for k in keys]
-    current = spark.table(hist).where(F.col("_cdc_bucket").isin(affected_buckets))
-    ddl = _table_ddl(list(zip(aliases, [t for _, t in columns], strict=True)), HISTORY_META_DDL)
-    current = _with_part(_aliased(current, columns, HISTORY_META_NAMES), part_of, alias_keys, ddl)
-
-    def fold(ev: pa.Table, rows: pa.Table) -> pa.Table:
-        out = fold_history_part(
-            ev, _renamed(rows, names), keys=keys, columns=columns, buckets=buckets, truncates=truncates, cmap=cmap
-        )
-        return _renamed(out, aliases)
-
-    ev_parted.groupBy("_cdc_part").cogroup(current.groupBy("_cdc_part")).applyInArrow(fold, ddl).write.mode(
-        "overwrite"
-    ).parquet(str(out_dir))
-    writer = (
-        _real_names(spark.read.schema(ddl).parquet(str(out_dir)), columns, HISTORY_META_NAMES)
-        .writeTo(hist)
-        .option(f"snapshot-property.{BATCH_PROPERTY}", batch_id)
-    )
-    _validated(writer, read_snapshot).overwrite(F.col("_cdc_bucket").isin(affected_buckets))

@@ -142,10 +142,10 @@ def test_a_small_batch_on_a_larger_table_folds_onto_the_rows_it_reads(
 ):
     """The table holds more rows than the driver reads whole (bound 4 here): the current rows of the batch's
     keys are read by key (semi-join, or whole buckets filtered in Arrow) and the partial updates land on them."""
-    from cdclake.compaction import table as compaction_table
+    from cdclake.compaction import driver_io
 
     monkeypatch.setenv("CDCLAKE_DRIVER_FOLD_ROWS", "4")
-    monkeypatch.setattr(compaction_table, "BUCKET_READ_ROWS", bucket_read_rows)
+    monkeypatch.setattr(driver_io, "BUCKET_READ_ROWS", bucket_read_rows)
     t = f"PIPE.LARGER_{bucket_read_rows}"
     seed = [gg(t, "I", i, after={"id": i, "name": f"n{i}", "qty": i}) for i in range(1, 11)]
     apply(spark, warehouse, [write(tmp_path / "l1.json", seed)], keys="id")  # 10 events: above the bound (bulk)

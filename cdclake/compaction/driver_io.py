@@ -1,0 +1,232 @@
+"""The driver path's reads and commits, without Spark jobs where it can: a table batch's events read by
+pyarrow, current rows and rewritten buckets read by pyiceberg (or one bounded Spark job), and the log
+append, the row delta and the bucket overwrite committed from the driver (``row_delta``).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cdclake.coltypes import quote_ident
+from cdclake.compaction.driver_read import read_buckets
+from cdclake.compaction.lake_tables import LOG_DDL, META_NAMES, table_schema
+from cdclake.compaction.lineage import _head_summary, _java_table
+from cdclake.compaction.routing import _component_homes
+from cdclake.compaction.row_delta import POSITION_COLUMNS, Located, append_rows, commit_overwrite, commit_row_delta
+from cdclake.faults import inside_commit
+from cdclake.merge import bucket_of
+from cdclake.tables import BATCH_PROPERTY
+
+logger = logging.getLogger(__name__)
+
+
+def _to_frame(spark, table: pa.Table, ddl: str):
+    """A Spark DataFrame of a driver-side Arrow table (no job; ``ddl`` gives Spark's names and types)."""
+    return spark.createDataFrame(table, schema=ddl) if table.num_rows else spark.createDataFrame([], ddl)
+
+
+def bulk_bound(spark, changelog: Path, source_table: str, expected: int | None) -> int | None:
+    """The bulk path's bound (``Settings.driver_bulk_rows``) when it takes this table batch: at most that
+    many events and ``driver_bulk_bytes`` uncompressed bytes of them (its folder's Parquet footers; no
+    folder: not bulk); None when it does not (docs/decisions.md, "The bulk path in the driver")."""
+    from cdclake.batch_events import decoded_bytes
+    from cdclake.settings import Settings
+
+    settings = Settings.from_env()
+    if expected is None or expected > settings.driver_bulk_rows or not settings.native_fold:
+        return None
+    folder = _events_folder(spark, changelog, source_table)
+    if folder is None or decoded_bytes(sorted(folder.glob("*.parquet"))) > settings.driver_bulk_bytes:
+        return None
+    return settings.driver_bulk_rows
+
+
+def _batch_events(spark, changelog: Path, source_table: str):
+    """This batch's events of ``source_table``: its partition folder of the change log read alone.
+
+    Reading the whole folder and filtering lists every table's folder first (a Spark listing job once there
+    are more than 32): 0.73-1.0 s per table with 300 tables, against 0.08 s for its own folder.
+    """
+    from pyspark.sql import functions as F
+
+    folder = _events_folder(spark, changelog, source_table)
+    if folder is not None:
+        return spark.read.parquet(str(folder)).withColumn("table", F.lit(source_table))
+    return spark.read.parquet(str(changelog)).where(F.col("table") == source_table)
+
+
+def _events_folder(spark, changelog: Path, source_table: str) -> Path | None:
+    """``source_table``'s partition folder of the change log (Spark's escaping of its name), if there is one."""
+    jvm = getattr(spark, "_jvm", None)
+    if jvm is None:
+        return None
+    escaped = jvm.org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils.escapePathName(source_table)
+    folder = changelog / f"table={escaped}"
+    return folder if folder.is_dir() else None
+
+
+def _events_arrow(spark, changelog: Path, source_table: str) -> pa.Table:
+    """This batch's events of ``source_table`` in the driver: its folder's Parquet files read by pyarrow (no
+    Spark job: 0.3-1.3 s for a 30k-event table through Spark, and no Spark frame to plan), else through Spark."""
+    import pyarrow.dataset as ds
+
+    folder = _events_folder(spark, changelog, source_table)
+    if folder is not None:
+        try:
+            read = ds.dataset(str(folder), format="parquet").to_table()
+            if "op" in read.column_names:
+                return read
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:  # files Spark unifies
+            logger.info("%s: events read through Spark (%s)", source_table, exc)
+    return _batch_events(spark, changelog, source_table).toArrow()
+
+
+#: Up to about this many rows in the touched buckets, the current rows of a batch's keys are read by
+#: reading the buckets whole and filtering in Arrow: no join to plan and broadcast (1,000 keys of a 100k
+#: table: 0.42 s against 0.62 s for the semi-join, median of 5, /tmp script in the issue 19 note).
+BUCKET_READ_ROWS = 200_000
+
+
+#: A bucket overwrite of a table of at most this many rows reads them in the driver (pyiceberg) and commits
+#: from there; a larger one passes its untouched rows through in Spark.
+DRIVER_OVERWRITE_ROWS = 200_000
+
+
+def _current_rows(
+    spark,
+    name: str,
+    keys: set[str],
+    buckets: int,
+    records: int | None = None,
+    positions: bool = False,
+    snapshot: int | None = None,
+    columns: list[tuple[str, str]] | None = None,
+) -> tuple[pa.Table, Located | None]:
+    """The current rows of ``keys``: their whole buckets filtered in Arrow when they hold at most
+    :data:`BUCKET_READ_ROWS` by the table's ``records`` (else one Spark job, a broadcast semi-join on
+    ``_cdc_key``).
+
+    With ``positions``, also where the rows the read saw live (every row of whole buckets read); whole
+    buckets are then read by pyiceberg in the driver at ``snapshot`` (``driver_read``; the table's
+    ``columns`` give the schema), else by one Spark job."""
+    from pyspark.sql import functions as F
+
+    touched = sorted({bucket_of(k, buckets) for k in keys})
+    current = spark.table(name).where(F.col("_cdc_bucket").isin(touched))
+    if positions:
+        current = current.select("*", *POSITION_COLUMNS)
+    wanted_keys = pa.array(sorted(keys), pa.string())
+    if records is not None and records * len(touched) <= BUCKET_READ_ROWS * buckets:
+        read = None
+        if positions and snapshot is not None and columns is not None:
+            placed = table_schema(columns).append(pa.field("_file", pa.string())).append(pa.field("_pos", pa.int64()))
+            read = read_buckets(spark, name, snapshot, touched, placed)
+        if read is None:
+            read = current.toArrow()
+        located = Located.of(read, buckets=touched) if positions else None
+        rows = read.filter(pc.is_in(read["_cdc_key"], wanted_keys))
+    else:
+        wanted = F.broadcast(spark.createDataFrame([(k,) for k in sorted(keys)], "k string"))
+        rows = current.join(wanted, current["_cdc_key"] == wanted["k"], "left_semi").toArrow()
+        located = Located.of(rows, keys=keys) if positions else None
+    return (rows.drop_columns(POSITION_COLUMNS) if positions else rows), located
+
+
+def _row_delta(
+    spark,
+    name: str,
+    read_snapshot: int,
+    picked: pa.Table,
+    located: Located | None,
+    columns: list[tuple[str, str]],
+    buckets: int,
+    merge_buckets: list[int],
+    properties: dict[str, str],
+) -> bool:
+    """Commit the driver fold's ``row``s and ``gone`` markers as a row delta (``row_delta.commit_row_delta``),
+    locating the current rows the reads so far did not cover (one read). False: the caller merges (no JVM,
+    or a table whose schema holds columns the fold does not write)."""
+    table = _java_table(spark, name)
+    if table is None:
+        return False
+    keys = set(picked["_cdc_key"].to_pylist())
+    missing = {k for k in keys if located is None or not located.covers(k, buckets)}
+    if missing:
+        records = int(_head_summary(spark, name).get("total-records", 0))
+        found = _current_rows(spark, name, missing, buckets, records, True, read_snapshot, columns)[1]
+        located = found if located is None else located.plus(found)
+    rows = picked.filter(pc.equal(picked["_cdc_kind"], "row"))
+    rows = rows.select([n for n, _ in columns] + META_NAMES).cast(table_schema(columns))
+    with inside_commit(spark, name):
+        done = commit_row_delta(spark, table, read_snapshot, rows, located.of_keys(keys), merge_buckets, properties)
+    spark.catalog.refreshTable(name)
+    return done
+
+
+def _append_in_driver(spark, log_name: str, logged: pa.Table, batch_id: str, metrics: bool = False) -> bool:
+    """Append the driver's change-log rows from the driver (``row_delta.append_rows``: no Spark job); False
+    when there is no JVM or the log's schema is not ours (Spark appends them instead)."""
+    table = _java_table(spark, log_name)
+    if table is None or not append_rows(spark, table, logged, {BATCH_PROPERTY: batch_id}, metrics):
+        return False
+    spark.catalog.refreshTable(log_name)
+    return True
+
+
+def _overwrite_in_driver(spark, name: str, read_snapshot, rows: pa.Table, buckets: list[int], properties) -> bool:
+    """The bucket overwrite of the driver's rows committed from the driver (``row_delta.commit_overwrite``:
+    no Spark job, no Arrow frame shipped to the JVM); False when there is no JVM or the table's schema is not
+    the fold's columns (Spark overwrites instead)."""
+    table = _java_table(spark, name)
+    if table is None:
+        return False
+    with inside_commit(spark, name):
+        done = commit_overwrite(spark, table, read_snapshot, rows, buckets, properties)
+    if done:
+        spark.catalog.refreshTable(name)
+    return done
+
+
+def _buckets_in_driver(spark, name: str, snapshot: int, buckets: list[int], columns, in_order: set[str]):
+    """The current rows of ``buckets`` at ``snapshot``, less the ``in_order`` keys' (the row-state fold gives
+    theirs), read by pyiceberg; None when the table holds more than :data:`DRIVER_OVERWRITE_ROWS` rows or the
+    reader does not apply (the overwrite then passes them through in Spark)."""
+    if int(_head_summary(spark, name).get("total-records", DRIVER_OVERWRITE_ROWS + 1)) > DRIVER_OVERWRITE_ROWS:
+        return None
+    placed = table_schema(columns).append(pa.field("_file", pa.string())).append(pa.field("_pos", pa.int64()))
+    read = read_buckets(spark, name, snapshot, buckets, placed)
+    if read is None:
+        return None
+    read = read.drop_columns(POSITION_COLUMNS)
+    return read.filter(pc.invert(pc.is_in(read["_cdc_key"], pa.array(sorted(in_order), pa.string()))))
+
+
+def _kept_rows(spark, name: str, rewrite_buckets: list[int], folded: set[str], truncate_seq, columns):
+    """The rewritten buckets' rows the fold did not touch, as ``fold_part`` passes them through (rows
+    older than the truncate watermark go: their events are not in the log)."""
+    from pyspark.sql import functions as F
+
+    current = spark.table(name).where(F.col("_cdc_bucket").isin(rewrite_buckets))
+    if folded:
+        done = F.broadcast(spark.createDataFrame([(k,) for k in sorted(folded)], "k string"))
+        current = current.join(done, current["_cdc_key"] == done["k"], "left_anti")
+    if truncate_seq is not None:
+        current = current.where(F.coalesce(F.col("_cdc_seq"), F.lit("")) >= F.lit(truncate_seq))
+    return current.select(*[F.col(quote_ident(n)) for n, _ in columns], *META_NAMES)
+
+
+def _parted_in_driver(spark, logged: pa.Table, buckets: int):
+    """The logged events as a frame with ``_cdc_part`` (as :func:`_fold_on_workers` routes them), for SCD2."""
+    old_keys = logged["_old_key"].to_pylist()
+    pairs = sorted({(k, o) for k, o in zip(logged["_key"].to_pylist(), old_keys, strict=True) if o is not None})
+    part_of = _component_homes(pairs, buckets)
+    parts = [
+        part_of.get(k, b) if k is not None else b
+        for k, b in zip(logged["_key"].to_pylist(), logged["_cdc_bucket"].to_pylist(), strict=True)
+    ]
+    parted = logged.append_column("_cdc_part", pa.array(parts, pa.int32()))
+    return _to_frame(spark, parted, LOG_DDL + ", _cdc_part int"), part_of

@@ -1,0 +1,205 @@
+"""Folds Spark runs: a table batch too large for the driver (keys without key changes in Spark SQL,
+``native_fold``; each key-change component on one Python worker, ``fold_part``), and the SCD2 history
+rewrite, on either path.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from cdclake.compaction.folding import _aliased, _aliases, _real_names, _renamed, fold_history_part, fold_part
+from cdclake.compaction.lake_tables import (
+    HISTORY_META_DDL,
+    HISTORY_META_NAMES,
+    META_DDL,
+    META_NAMES,
+    TRUNCATE_BUCKET,
+    _table_ddl,
+)
+from cdclake.compaction.lineage import _fresh_snapshot_id, _snapshot_info
+from cdclake.compaction.native_fold import fold_native
+from cdclake.compaction.publish import _validated
+from cdclake.compaction.routing import _component_homes, _with_part
+from cdclake.compaction.strategy import MERGE_ON_READ
+from cdclake.compaction.switches import native_fold_enabled
+from cdclake.faults import fault_point
+from cdclake.schema_evolution import ColumnMap
+from cdclake.tables import BATCH_PROPERTY
+
+
+def _with_event_part(spark, log_events, part_of: dict[str, int]):
+    """``_cdc_part`` of each logged event: its key's component home, else its bucket (a broadcast join of
+    the few keys in key-change components, not a Python UDF over every event)."""
+    from pyspark.sql import functions as F
+
+    if not part_of:
+        return log_events.withColumn("_cdc_part", F.col("_cdc_bucket"))
+    homes = F.broadcast(spark.createDataFrame(sorted(part_of.items()), "_home_key string, _home int"))
+    joined = log_events.join(homes, log_events["_key"] == homes["_home_key"], "left")
+    return joined.withColumn("_cdc_part", F.coalesce(F.col("_home"), F.col("_cdc_bucket"))).drop("_home_key", "_home")
+
+
+def _fold_on_workers(
+    spark,
+    name: str,
+    batch_dir: Path,
+    layout: dict[str, Any],
+    log_events,
+    mode: str,
+    rewrite_buckets: list[int],
+    fold_args: dict[str, Any],
+    pairs: set[tuple[str, str]] | None = None,
+    keyed: bool = False,
+    has_rows: bool = True,
+):
+    """The distributed fold: keys without key changes in Spark SQL (``native_fold``), each key-change
+    component on one Python worker (the bucket of its smallest key); ``keyed``: every current row has
+    its ``_cdc_key`` (what passing the untouched rows through natively needs); ``has_rows`` False: the
+    table had no snapshot when read (the validated overwrite fails if one appears), so no rows pass through.
+
+    Returns (the commit's source frame, the MERGE's buckets, stats, part_of, the events with their worker).
+    """
+    from pyspark.sql import functions as F
+
+    columns, keys, buckets = fold_args["columns"], fold_args["keys"], fold_args["buckets"]
+    if pairs is None:  # the linked-key search did not run (full refold): the pairs of the events read
+        found = log_events.where("_old_key IS NOT NULL").select("_key", "_old_key").distinct().collect()
+        pairs = {(r["_key"], r["_old_key"]) for r in found}
+    part_of = _component_homes(sorted(pairs), buckets)
+
+    ev_parted = _with_event_part(spark, log_events, part_of)
+
+    # data columns under aliases on the Spark side (see _aliases); fold_part sees the real names
+    names, aliases = [n for n, _ in columns], _aliases(columns)
+    aliased = list(zip(aliases, [t for _, t in columns], strict=True))
+    alias_keys = [aliases[names.index(k)] for k in keys]
+    out_ddl = _table_ddl(aliased, META_DDL, "_cdc_kind string, _cdc_info string")
+
+    def fold_events(ev: pa.Table) -> pa.Table:
+        return _renamed(fold_part(ev, None, markers=True, **fold_args), aliases)
+
+    cmap = fold_args["cmap"]
+    if keyed and native_fold_enabled() and not (cmap and (cmap.renames or cmap.dropped)):
+        linked = None
+        if part_of:  # the key-change components' events: the Python fold
+            homes = _homes_frame(spark, part_of)
+            linked_events = ev_parted.join(homes, ev_parted["_key"] == homes["_home_key"], "left_semi")
+            linked = linked_events.groupBy("_cdc_part").applyInArrow(fold_events, out_ddl)
+        passed = rewrite_buckets if has_rows else []
+        folded = _fold_native(spark, name, log_events, linked, part_of, mode, passed, fold_args)
+    elif mode == MERGE_ON_READ:  # the affected keys' events only: no current row is read
+        folded = ev_parted.groupBy("_cdc_part").applyInArrow(fold_events, out_ddl)
+    else:
+        current = spark.table(name).where(F.col("_cdc_bucket").isin(rewrite_buckets))
+        current = _with_part(_aliased(current, columns, META_NAMES), part_of, alias_keys, _table_ddl(aliased, META_DDL))
+
+        def fold(ev: pa.Table, rows: pa.Table) -> pa.Table:
+            return _renamed(fold_part(ev, _renamed(rows, names), **fold_args), aliases)
+
+        folded = ev_parted.groupBy("_cdc_part").cogroup(current.groupBy("_cdc_part")).applyInArrow(fold, out_ddl)
+
+    merged_dir = batch_dir / "merged" / layout["identifier"]
+    fault_point("compact:before-write")
+    folded.write.mode("overwrite").parquet(str(merged_dir))
+    merged = spark.read.schema(out_ddl).parquet(str(merged_dir))
+    stats = {"applied": 0, "stale": 0, "deleted_keys": 0}
+    for r in merged.where("_cdc_kind = 'stats'").select("_cdc_info").collect():
+        for k, v in json.loads(r["_cdc_info"]).items():
+            stats[k] += v
+    merge_buckets: list[int] = []
+    if mode == MERGE_ON_READ:
+        source = _real_names(merged.where("_cdc_kind IN ('row', 'gone')"), columns, [*META_NAMES, "_cdc_kind"])
+        # the buckets of the fold's keys (= the touched buckets, unless a key-change chain was cut short)
+        merge_buckets = sorted({r["_cdc_bucket"] for r in source.select("_cdc_bucket").distinct().collect()})
+    else:
+        source = _real_names(merged.where("_cdc_kind = 'row'"), columns, META_NAMES)
+    return source, merge_buckets, stats, part_of, ev_parted
+
+
+def _homes_frame(spark, part_of: dict[str, int]):
+    """The keys of key-change components, broadcast (they are few)."""
+    from pyspark.sql import functions as F
+
+    return F.broadcast(spark.createDataFrame([(k,) for k in sorted(part_of)], "_home_key string"))
+
+
+def _fold_native(spark, name: str, log_events, linked, part_of: dict[str, int], mode, rewrite_buckets, fold_args):
+    """The fold's output with every key outside ``part_of`` folded in Spark SQL; ``linked`` (the Python
+    fold of the key-change components' events, with ``_cdc_part``) joined in; for a bucket overwrite, the
+    touched buckets' other current rows passed through as ``fold_part`` passes them (``rewrite_buckets``: none
+    when the table has no rows yet)."""
+    from pyspark.sql import functions as F
+
+    columns, truncate_seq = fold_args["columns"], fold_args["truncate_seq"]
+    plain = log_events
+    if part_of:
+        homes = _homes_frame(spark, part_of)
+        plain = log_events.join(homes, log_events["_key"] == homes["_home_key"], "left_anti")
+    folded = fold_native(plain, columns, fold_args["batch_id"], truncate_seq)
+    if linked is not None:
+        folded = folded.unionByName(linked)
+    if mode != MERGE_ON_READ and rewrite_buckets:  # none: a table without rows yet, nothing passes through
+        affected = (
+            log_events.select(F.col("_key").alias("k"))
+            .union(log_events.where("_old_key IS NOT NULL").select(F.col("_old_key").alias("k")))
+            .distinct()
+        )
+        current = spark.table(name).where(F.col("_cdc_bucket").isin(rewrite_buckets))
+        kept = current.join(affected, current["_cdc_key"] == affected["k"], "left_anti")
+        if truncate_seq is not None:  # rows whose events are not in the log (a table older than its log)
+            kept = kept.where(F.coalesce(F.col("_cdc_seq"), F.lit("")) >= F.lit(truncate_seq))
+        kept = _aliased(kept, columns, META_NAMES).select(
+            "*", F.lit("row").alias("_cdc_kind"), F.lit(None).cast("string").alias("_cdc_info")
+        )
+        folded = folded.unionByName(kept)
+    return folded
+
+
+def _write_history(
+    spark,
+    hist: str,
+    ev_parted,
+    part_of: dict[str, int],
+    affected_buckets: list[int],
+    keys: list[str],
+    columns: list[tuple[str, str]],
+    buckets: int,
+    batch_id: str,
+    log,
+    out_dir: Path,
+    cmap: ColumnMap | None = None,
+) -> None:
+    from pyspark.sql import functions as F
+
+    if batch_id in _snapshot_info(spark, hist):
+        return
+    read_snapshot = _fresh_snapshot_id(spark, hist)
+    truncates = [
+        (r["seq"], r["event_ts"])
+        for r in log.where(F.col("_cdc_bucket") == TRUNCATE_BUCKET).select("seq", "event_ts").collect()
+    ]
+    names, aliases = [n for n, _ in columns], _aliases(columns)
+    alias_keys = [aliases[names.index(k)] for k in keys]
+    current = spark.table(hist).where(F.col("_cdc_bucket").isin(affected_buckets))
+    ddl = _table_ddl(list(zip(aliases, [t for _, t in columns], strict=True)), HISTORY_META_DDL)
+    current = _with_part(_aliased(current, columns, HISTORY_META_NAMES), part_of, alias_keys, ddl)
+
+    def fold(ev: pa.Table, rows: pa.Table) -> pa.Table:
+        out = fold_history_part(
+            ev, _renamed(rows, names), keys=keys, columns=columns, buckets=buckets, truncates=truncates, cmap=cmap
+        )
+        return _renamed(out, aliases)
+
+    ev_parted.groupBy("_cdc_part").cogroup(current.groupBy("_cdc_part")).applyInArrow(fold, ddl).write.mode(
+        "overwrite"
+    ).parquet(str(out_dir))
+    writer = (
+        _real_names(spark.read.schema(ddl).parquet(str(out_dir)), columns, HISTORY_META_NAMES)
+        .writeTo(hist)
+        .option(f"snapshot-property.{BATCH_PROPERTY}", batch_id)
+    )
+    _validated(writer, read_snapshot).overwrite(F.col("_cdc_bucket").isin(affected_buckets))
