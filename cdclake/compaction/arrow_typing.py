@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cdclake.coltypes import BOOLEAN, DOUBLE, LONG, STRING, CastError, arrow_type, cast
+from cdclake.coltypes import BOOLEAN, DATE, DOUBLE, LONG, STRING, TIMESTAMP, CastError, arrow_type, cast
 from cdclake.events import from_json
 
 #: A JSON number (what ``events.from_json`` reads as int or Decimal), short enough that ``float`` of it
@@ -51,6 +51,14 @@ _LONG_KEY = r"^(?:0|-?[1-9][0-9]{0,17})$"
 _DOUBLE = (
     r"^(?:0|-?[1-9][0-9]{0,20})(?:\.[0-9]{1,20})?(?:[eE][+-]?[0-9]{1,2})?$"
     r"|^-0(?:\.[0-9]{1,20}(?:[eE][+-]?[0-9]{1,2})?|[eE][+-]?[0-9]{1,2})$"
+)
+#: ISO dates and timestamps ``coltypes.cast`` reads (``fromisoformat``), years 1900-2999 so that no UTC
+#: offset takes one out of range; the calendar is checked apart (:func:`_calendar_dates`).
+_YMD = r"(?:19|2[0-9])[0-9]{2}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])"
+_ISO_DATE = rf'^"{_YMD}"$'
+_ISO_TIMESTAMP = (
+    rf'^"{_YMD}[T ](?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]{{1,6}})?'
+    r'(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])?"$'
 )
 _DECIMAL = re.compile(r"^decimal\((\d+),\s*(\d+)\)$")
 
@@ -99,7 +107,35 @@ def _accepted(texts: pa.Array, type_name: str) -> np.ndarray:
     pattern = _decimal_pattern(type_name)
     if pattern is not None:
         return _matches(texts, pattern)
-    return np.zeros(len(texts), dtype=bool)  # timestamps, dates, binary: the reference casts them
+    if type_name in (TIMESTAMP, DATE):
+        return _calendar_dates(texts, _ISO_TIMESTAMP if type_name == TIMESTAMP else _ISO_DATE)
+    return np.zeros(len(texts), dtype=bool)  # binary: the reference casts it
+
+
+def _calendar_dates(texts: pa.Array, pattern: str) -> np.ndarray:
+    """Texts of the ISO form ``pattern`` whose date is one of the calendar's (Arrow's date parser checks
+    month lengths and leap years; the form fixes the rest). A batch with an impossible date: none."""
+    formed = _matches(texts, pattern)
+    rows = np.flatnonzero(formed)
+    if len(rows):
+        days = pc.utf8_slice_codeunits(texts.take(pa.array(rows)), 1, 11)
+        try:
+            pc.cast(days, pa.date32())
+        except pa.ArrowInvalid:
+            formed[:] = False  # the reference judges each one
+    return formed
+
+
+def _reference_accepts(texts: list[str | None], type_name: str) -> np.ndarray:
+    """Per text: ``coltypes.cast(from_json(text))`` succeeds (the reference's own judgement)."""
+    ok = np.zeros(len(texts), dtype=bool)
+    for i, text in enumerate(texts):
+        try:
+            cast(from_json(text), type_name)
+        except Exception:  # any failure: the event goes to the reference, which words or raises it
+            continue
+        ok[i] = True
+    return ok
 
 
 def _valid_values(names: pa.Array, texts: pa.Array, types: dict[str, str]) -> np.ndarray:
@@ -115,8 +151,14 @@ def _valid_values(names: pa.Array, texts: pa.Array, types: dict[str, str]) -> np
         by_type.setdefault(type_name, []).append(index)
     for type_name, indexes in by_type.items():
         rows = np.flatnonzero(np.isin(column, indexes) & ~null)
-        if len(rows):
-            ok[rows] = _accepted(texts.take(pa.array(rows)), type_name)
+        if not len(rows):
+            continue
+        chosen = texts.take(pa.array(rows))
+        accepted = _accepted(chosen, type_name)
+        rest = np.flatnonzero(~accepted & pc.is_valid(chosen).to_numpy(zero_copy_only=False))
+        if len(rest):  # outside the patterns: one reference cast per value, not per event
+            accepted[rest] = _reference_accepts(chosen.take(pa.array(rest)).to_pylist(), type_name)
+        ok[rows] = accepted
     return ok | (null & (column >= 0))
 
 
@@ -163,19 +205,36 @@ def _fast_pattern(type_name: str) -> str | None:
     return fast or _decimal_pattern(type_name)
 
 
+def _instants(texts: pa.Array) -> pa.Array:
+    """ISO timestamps (of :data:`_ISO_TIMESTAMP`, quotes off) as UTC instants, as ``coltypes.cast`` reads
+    them: with a zone, converted to UTC; without, taken as UTC (Arrow parses each kind to its own type)."""
+    utc = pa.timestamp("us", tz="UTC")
+    zoned = pc.fill_null(pc.match_substring_regex(texts, "(?:Z|[+-][0-9]{2}:[0-9]{2})$"), False)
+    with_zone = pc.cast(pc.if_else(zoned, texts, pa.scalar(None, pa.string())), utc)
+    naive = pc.cast(pc.if_else(zoned, pa.scalar(None, pa.string()), texts), pa.timestamp("us")).cast(utc)
+    return pc.if_else(zoned, with_zone, naive)
+
+
 def typed_values(texts: pa.Array, type_name: str) -> pa.Array:
     """``[cast(from_json(t), type_name) for t in texts]`` (None and ``null`` as NULL) as an Arrow array of
     the column's type: Arrow's casts where the texts' form makes them the same, the reference elsewhere."""
     target = arrow_type(type_name)
     pattern = _fast_pattern(type_name)
     absent = pc.fill_null(pc.equal(texts, "null"), True).to_numpy(zero_copy_only=False)
-    fast = _matches(texts, pattern) if pattern is not None else np.zeros(len(texts), dtype=bool)
+    if type_name in (TIMESTAMP, DATE):
+        fast = _calendar_dates(texts, _ISO_TIMESTAMP if type_name == TIMESTAMP else _ISO_DATE)
+    else:
+        fast = _matches(texts, pattern) if pattern is not None else np.zeros(len(texts), dtype=bool)
     slow = ~fast & ~absent
     chosen = pc.if_else(pa.array(fast), texts, pa.scalar(None, pa.string()))
     if type_name == STRING:
         out = pc.utf8_slice_codeunits(chosen, 1, -1)
     elif type_name == BOOLEAN:
         out = pc.equal(chosen, "true")
+    elif type_name == DATE:
+        out = pc.cast(pc.utf8_slice_codeunits(chosen, 1, -1), target)
+    elif type_name == TIMESTAMP:
+        out = _instants(pc.utf8_slice_codeunits(chosen, 1, -1))
     elif pattern is not None:
         out = pc.cast(chosen, target)
     else:

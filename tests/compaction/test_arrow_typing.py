@@ -3,9 +3,11 @@ value, to the sign of a zero and the digits of a decimal."""
 
 from __future__ import annotations
 
+import datetime as dt
 from decimal import Decimal
 
 import pyarrow as pa
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -42,6 +44,12 @@ EDGES = [
     '"12"',
     '"2024-01-02 03:04:05"',
     '"2024-01-02"',
+    '"2024-01-02T03:04:05.123Z"',
+    '"2024-02-29T23:59:59.5+05:30"',
+    '"2024-01-02T03:04:05-01:00"',
+    '"2023-02-29T00:00:00Z"',
+    '"2023-02-29"',
+    '"9999-12-31T23:00:00-05:00"',
 ]
 numbers = (
     st.integers(-(10**22), 10**22)
@@ -79,3 +87,10 @@ def test_edges_of_the_fast_forms():
     assert _exact(got) == ["0.0", "-0.0", "1000.0", "None", "None"]
     assert typed_values(pa.array(["1.5", "0"]), "decimal(5,2)").to_pylist() == [Decimal("1.50"), Decimal("0.00")]
     assert typed_values(pa.array(['"a\\"b"', '"é"']), "string").to_pylist() == ['a"b', "é"]
+    stamps = ['"2024-01-02T03:04:05.5+01:00"', '"2024-01-02 03:04:05"']
+    assert typed_values(pa.array(stamps), "timestamp").to_pylist() == [
+        dt.datetime(2024, 1, 2, 2, 4, 5, 500000, tzinfo=dt.UTC),
+        dt.datetime(2024, 1, 2, 3, 4, 5, tzinfo=dt.UTC),
+    ]
+    with pytest.raises(CastError):  # an impossible date: Arrow's cast refuses it, the reference words why
+        typed_values(pa.array(['"2024-01-02"', '"2023-02-29T00:00:00"']), "timestamp")
