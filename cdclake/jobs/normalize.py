@@ -163,6 +163,16 @@ def _translate_seen(
     return [(n, k, h) for n, (k, h) in out.items()]
 
 
+def _spilled():
+    """Where a batch's events are kept between normalize's jobs: on local disk, serialized as they stream
+    by. The default (memory, deserialized, unrolled per partition) ran a 1M-change batch out of a 1 GiB
+    driver heap in local mode (benchmarks/results/2026-11-26-bench-1m.md); only batches above the driver
+    normalize's bound come here, and for them one disk write is cheap against the jobs it saves."""
+    from pyspark import StorageLevel
+
+    return StorageLevel.DISK_ONLY
+
+
 def _grouped(events) -> list[Any]:
     """One job: per table and op, the count, the first keys, the newest event time and the transaction marks."""
     from pyspark.sql import functions as F
@@ -219,7 +229,7 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
             report["carried_in"] = carried.count()
         raw = None
         if carried is None:  # the counts of this batch's events also say whether a transaction can be incomplete
-            events = raw = events.persist()
+            events = raw = events.persist(_spilled())
             grouped = _grouped(events)
             marked = any(r["marks"] for r in grouped)
         else:
@@ -229,7 +239,7 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
             hold.write.mode("overwrite").parquet(str(held_output(batch_dir)))
             report["held"] = spark.read.parquet(str(held_output(batch_dir))).count()
         if grouped is None or hold is not None:  # counted again: what is applied now
-            events = events.persist()
+            events = events.persist(_spilled())
             grouped = _grouped(events)
             if raw is not None:  # the kept events are cached now: do not hold the batch in memory twice
                 raw.unpersist()
