@@ -94,6 +94,7 @@ def build(settings: Settings) -> Path:
             "spark.ui.enabled=false",
             "--conf",
             f"spark.driver.defaultJavaOptions=-XX:ArchiveClassesAtExit={partial}",
+            *(["--driver-memory", settings.driver_memory] if settings.driver_memory else []),
             *(["--jars", ",".join(settings.jars())] if settings.jars() else []),
             __file__,
             "--warm-up",

@@ -282,6 +282,7 @@ def _spark_args(settings: Settings, per_run_options: bool = False) -> dict[str, 
         "jars": ",".join(settings.jars()) or None,
         "env_vars": _spark_env(),
         "conf": conf,
+        "driver_memory": settings.driver_memory,
         "verbose": False,
     }
 

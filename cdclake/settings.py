@@ -128,6 +128,19 @@ def _jvm_archive(env: dict[str, str]) -> Path | None:
     return Path(value or default).resolve()
 
 
+_MEMORY = re.compile(r"^[1-9][0-9]*[kmgt]?$", re.IGNORECASE)
+
+
+def _driver_memory(value: str) -> str | None:
+    """``CDCLAKE_DRIVER_MEMORY``: a JVM size such as ``4g`` or ``2048m``; ``spark`` (or empty): Spark decides."""
+    value = value.strip()
+    if value.lower() in ("", "spark", "default"):
+        return None
+    if not _MEMORY.match(value):
+        raise ValueError(f"CDCLAKE_DRIVER_MEMORY={value!r}: expected a JVM size such as 4g or 2048m, or 'spark'")
+    return value.lower()
+
+
 @dataclass(frozen=True)
 class Settings:
     home: Path
@@ -181,6 +194,10 @@ class Settings:
     #: An ingest run whose staged files add up to at most this many bytes runs its Spark steps with the
     #: quick (C1-only) JIT: their driver JVMs are short-lived (``cdclake.jvm_archive``; 0: never).
     quick_jit_max_bytes: int = 64 * 2**20
+    #: Heap of each Spark step's driver JVM (``spark.driver.memory``; in local mode it also runs the
+    #: tasks). Spark's own default of 1 GiB runs out on a 1M-change batch (docs/decisions.md, "The
+    #: driver's heap"); None (``CDCLAKE_DRIVER_MEMORY=spark``) leaves it to Spark's or the cluster's config.
+    driver_memory: str | None = "4g"
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
@@ -212,6 +229,7 @@ class Settings:
             monitor_index=str(index) if is_uri(str(index)) else Path(index).resolve(),
             jvm_archive=_jvm_archive(env),
             quick_jit_max_bytes=max(0, int(env.get("CDCLAKE_QUICK_JIT_MAX_BYTES", str(64 * 2**20)))),
+            driver_memory=_driver_memory(env.get("CDCLAKE_DRIVER_MEMORY", "4g")),
         )
 
     def jars(self) -> list[str]:

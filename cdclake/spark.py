@@ -90,13 +90,18 @@ def _submitted_name() -> str | None:
 def build_session(app_name: str, warehouse: str | Path, master: str | None = None, jars: list[str] | None = None):
     """Get or create the Spark session for ``warehouse``.
 
-    Under spark-submit the master and jars come from the command line; the
-    local apply command and tests pass them here.
+    Under spark-submit the master, jars and driver heap come from the command line; the
+    local apply command and tests pass them here (the heap: ``Settings.driver_memory``).
     """
     from pyspark.sql import SparkSession
 
+    from cdclake.settings import Settings
+
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(_submitted_name() or app_name)
+    memory = Settings.from_env().driver_memory
+    if memory and not os.environ.get("PYSPARK_GATEWAY_PORT"):  # read when this call starts the JVM
+        builder = builder.config("spark.driver.memory", memory)
     if master:
         builder = builder.master(master)
     if jars:

@@ -1,0 +1,30 @@
+"""Runtime settings read from the environment: the Spark driver's heap."""
+
+from __future__ import annotations
+
+import pytest
+
+from cdclake.orchestration import _spark_args
+from cdclake.settings import Settings
+
+
+def test_the_driver_heap_defaults_to_4g_and_can_be_left_to_spark():
+    assert Settings.from_env({}).driver_memory == "4g"
+    assert Settings.from_env({"CDCLAKE_DRIVER_MEMORY": " 2048M "}).driver_memory == "2048m"
+    assert Settings.from_env({"CDCLAKE_DRIVER_MEMORY": "spark"}).driver_memory is None
+    assert Settings.from_env({"CDCLAKE_DRIVER_MEMORY": ""}).driver_memory is None
+    for bad in ("lots", "4 g", "0g", "-1g", "4gb"):
+        with pytest.raises(ValueError, match="CDCLAKE_DRIVER_MEMORY"):
+            Settings.from_env({"CDCLAKE_DRIVER_MEMORY": bad})
+
+
+def test_every_spark_step_is_submitted_with_the_heap():
+    assert _spark_args(Settings.from_env({}))["driver_memory"] == "4g"
+    assert _spark_args(Settings.from_env({"CDCLAKE_DRIVER_MEMORY": "spark"}))["driver_memory"] is None
+
+
+def test_a_session_started_by_build_session_gets_the_heap(spark):
+    """The test run's session is started by build_session, as the local apply command's is."""
+    assert spark.sparkContext.getConf().get("spark.driver.memory") == Settings.from_env().driver_memory
+    max_heap = spark.sparkContext._jvm.java.lang.Runtime.getRuntime().maxMemory()
+    assert max_heap > 3 * 2**30  # Spark's own default (1 GiB) would give less than 1 GiB
