@@ -15,7 +15,7 @@ import json
 import os
 import shutil
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +57,73 @@ def read_events(files: list[Path]) -> pa.Table:
     names = EVENT_SCHEMA.names
     tables = [pq.read_table(f, columns=names).cast(EVENT_SCHEMA) for f in files]
     return pa.concat_tables(tables) if tables else EVENT_SCHEMA.empty_table()
+
+
+def event_chunks(files: list[Path], max_rows: int, max_bytes: int) -> Iterator[pa.Table]:
+    """The events of ``files`` in file order, as tables of about ``max_rows`` rows and ``max_bytes`` bytes
+    at most (at least one table, empty if there is no event): a batch too large to hold at once is read
+    one chunk at a time, and what normalize asks of each chunk is merged (``merged_*``)."""
+    names = EVENT_SCHEMA.names
+    step = max(1, min(max_rows, 8192))
+    batches: list[pa.RecordBatch] = []
+    rows = size = 0
+    yielded = False
+    for f in files:
+        for batch in pq.ParquetFile(f).iter_batches(batch_size=step, columns=names):
+            batches.append(batch.cast(EVENT_SCHEMA))
+            rows, size = rows + batch.num_rows, size + batch.nbytes
+            if rows >= max_rows or size >= max_bytes:
+                yield pa.Table.from_batches(batches, EVENT_SCHEMA)
+                yielded = True
+                batches, rows, size = [], 0, 0
+    if batches or not yielded:
+        yield pa.Table.from_batches(batches, EVENT_SCHEMA)
+
+
+def _nulls_first(values: tuple[Any, ...]) -> tuple[tuple[bool, Any], ...]:
+    """A sort key ordering tuples as Spark orders structs ascending: field by field, nulls first."""
+    return tuple((v is not None, v) for v in values)
+
+
+def merged_op_summary(parts: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """:func:`op_summary` of consecutive chunks, merged into the whole batch's (groups in first-seen order)."""
+    out: dict[tuple[Any, Any], dict[str, Any]] = {}
+    for part in parts:
+        for r in part:
+            have = out.get((r["table"], r["op"]))
+            if have is None:
+                out[(r["table"], r["op"])] = dict(r)
+                continue
+            have["count"] += r["count"]
+            have["marks"] += r["marks"]
+            if have["keys"] is None:
+                have["keys"] = r["keys"]
+            if r["newest"] is not None and (have["newest"] is None or r["newest"] > have["newest"]):
+                have["newest"] = r["newest"]
+    return list(out.values())
+
+
+def merged_column_kinds(parts: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """:func:`column_kinds` of consecutive chunks, merged into the whole batch's: the earliest sighting,
+    the union of kinds, the hint of the earliest event carrying one (an earlier chunk wins a tie, as
+    row order does inside one)."""
+    out: dict[tuple[Any, Any], dict[str, Any]] = {}
+    for part in parts:
+        for r in part:
+            have = out.get((r["table"], r["col"]))
+            if have is None:
+                out[(r["table"], r["col"])] = {**r, "kinds": set(r["kinds"])}
+                continue
+            if _nulls_first(r["first"]) < _nulls_first(have["first"]):
+                have["first"] = r["first"]
+            have["kinds"] |= set(r["kinds"])
+            hint_first = r["hint_first"]
+            if hint_first is not None and (
+                have["hint_first"] is None or _nulls_first(hint_first) < _nulls_first(have["hint_first"])
+            ):
+                have["hints"], have["hint_first"] = r["hints"], hint_first
+    merged = [{**r, "kinds": sorted(r["kinds"])} for r in out.values()]
+    return sorted(merged, key=lambda r: (r["table"] is not None, r["table"] or "", r["col"]))
 
 
 def _timestamp(value: Any) -> Any:
@@ -226,18 +293,25 @@ def column_kinds(events: pa.Table) -> list[dict[str, Any]]:
     def row_of(rank_: int, place_: int = 0) -> int:
         return int(by_sort[rank_starts[rank_] + place_])
 
+    def where(row: int, order: int) -> tuple[Any, ...]:
+        return (seqs[row], files[row], offsets_[row], (order // width) % 2, order % width)
+
     out = []
     columns = ("table", "col", "order_min", "hint_order_min", "kind_distinct")
     for t, col, order, hint_order, kinds in zip(*(grouped[n].to_pylist() for n in columns), strict=True):
         row = row_of(order // (2 * width))  # rows of one rank share the three values
-        hint = None if hint_order is None else hint_texts[row_of(hint_order // ties // (2 * width), hint_order % ties)]
+        hint = hint_first = None
+        if hint_order is not None:
+            hint_row = row_of(hint_order // ties // (2 * width), hint_order % ties)
+            hint, hint_first = hint_texts[hint_row], where(hint_row, hint_order // ties)
         out.append(
             {
                 "table": None if t is None else names[t],
                 "col": col,
-                "first": (seqs[row], files[row], offsets_[row], (order // width) % 2, order % width),
+                "first": where(row, order),
                 "kinds": kinds,
                 "hints": hint,
+                "hint_first": hint_first,  # where the hint's event has the column (to merge chunks)
             }
         )
     return sorted(out, key=lambda r: (r["table"] is not None, r["table"] or "", r["col"]))
@@ -254,24 +328,31 @@ def schema_events(events: pa.Table, columns: list[str]) -> list[dict[str, Any]]:
     return rows
 
 
-def write_changelog(events: pa.Table, folder: Path, batch_id: str, escape: Callable[[str], str]) -> None:
+def write_changelog(chunks: Iterable[pa.Table], folder: Path, batch_id: str, escape: Callable[[str], str]) -> None:
     """The change log as Spark's ``partitionBy("table")`` write lays it out: ``table=<escaped>/`` folders
-    of Parquet files without the ``table`` column, plus ``_batch``; an empty file with the schema at the
-    top when there is no row. ``escape``: Spark's partition path escaping."""
+    of Parquet files (one per chunk of events with rows of the table) without the ``table`` column, plus
+    ``_batch``; an empty file with the schema at the top when there is no row. ``escape``: Spark's
+    partition path escaping."""
     if folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
-    stamped = events.append_column(BATCH_COLUMN, pa.array([batch_id] * events.num_rows, pa.string()))
-    name = f"part-00000-{uuid.uuid4()}.c000.snappy.parquet"
-    if not stamped.num_rows:
-        _write(stamped, folder / name)
-        return
-    tables = stamped["table"]
-    body = stamped.drop_columns(["table"])
-    for table in pc.unique(tables).to_pylist():
-        part = folder / f"table={escape(table)}"
-        part.mkdir()
-        _write(body.filter(pc.equal(tables, table)), part / name)
+    empty = None
+    written = False
+    for index, events in enumerate(chunks):
+        stamped = events.append_column(BATCH_COLUMN, pa.array([batch_id] * events.num_rows, pa.string()))
+        name = f"part-{index:05d}-{uuid.uuid4()}.c000.snappy.parquet"
+        if not stamped.num_rows:
+            empty = empty or (stamped, name)
+            continue
+        tables = stamped["table"]
+        body = stamped.drop_columns(["table"])
+        for table in pc.unique(tables).to_pylist():
+            part = folder / f"table={escape(table)}"
+            part.mkdir(exist_ok=True)
+            _write(body.filter(pc.equal(tables, table)), part / name)
+        written = True
+    if not written and empty is not None:
+        _write(empty[0], folder / empty[1])
 
 
 def _write(table: pa.Table, path: Path) -> None:
@@ -279,3 +360,43 @@ def _write(table: pa.Table, path: Path) -> None:
     temp = path.with_name("." + path.name + ".tmp")
     pq.write_table(table, temp, compression="snappy")
     os.replace(temp, path)
+
+
+#: Event columns of the SCHEMA and DDL events normalize reads (``schema_events``).
+SCHEMA_EVENT_COLUMNS = ["table", "op", "seq", "event_ts", "keys", "ddl", "meta", "source_file", "source_offset"]
+#: Ops the change log keeps.
+LOGGED_OPS = pa.array([*sorted(ROW_OPS), "TRUNCATE"])
+
+
+class DriverEvents:
+    """A batch's decoded events for normalize in the driver: held whole when they fit one chunk
+    (``max_rows`` / ``max_bytes``, the footers say), else read again chunk by chunk for each of its two
+    passes, so the driver never holds more than a chunk (docs/decisions.md, "A large batch normalizes
+    in the driver, chunk by chunk")."""
+
+    def __init__(self, files: list[Path], max_rows: int, max_bytes: int) -> None:
+        self.files, self.max_rows, self.max_bytes = files, max(1, max_rows), max(1, max_bytes)
+        fits = decoded_rows(files) <= self.max_rows and decoded_bytes(files) <= self.max_bytes
+        self.whole: pa.Table | None = read_events(files) if fits else None
+
+    def chunks(self) -> Iterator[pa.Table]:
+        if self.whole is not None:
+            yield self.whole
+        else:
+            yield from event_chunks(self.files, self.max_rows, self.max_bytes)
+
+    def survey(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+        """One pass: :func:`op_summary`, :func:`column_kinds` and :func:`schema_events` of the batch."""
+        summaries, kinds, schema_rows = [], [], []
+        for chunk in self.chunks():
+            summaries.append(op_summary(chunk))
+            kinds.append(column_kinds(chunk))
+            schema_rows.extend(schema_events(chunk, SCHEMA_EVENT_COLUMNS))
+        if len(summaries) == 1:
+            return summaries[0], kinds[0], schema_rows
+        return merged_op_summary(summaries), merged_column_kinds(kinds), schema_rows
+
+    def logged(self) -> Iterator[pa.Table]:
+        """The second pass: the events the change log keeps, chunk by chunk."""
+        for chunk in self.chunks():
+            yield chunk.filter(pc.is_in(chunk["op"], LOGGED_OPS))

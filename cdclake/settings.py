@@ -167,13 +167,17 @@ class Settings:
     #: A batch whose staged files add up to at most this many bytes is decoded in the driver, by the same
     #: task function the Spark job runs, with no job and no Python worker to start (0: always a Spark job).
     driver_decode_bytes: int = 4 * 2**20
-    #: A batch of at most this many decoded events (and none carried in from an earlier batch, no
-    #: transaction marks) is normalized in the driver over Arrow, with no Spark job (0: always Spark).
+    #: A batch's decoded events (none carried in from an earlier batch, no transaction marks) are
+    #: normalized in the driver over Arrow, with no Spark job, in chunks of at most this many events
+    #: (0: always Spark) ...
     driver_normalize_rows: int = 150_000
-    #: ... and at most this many uncompressed bytes of them (their Parquet footers say, before anything is
-    #: read), so wide rows do not slip under the event count: the Python driver peaks at about 7x this
-    #: (100k Debezium JSON events, 129 MiB: 73 -> 964 MiB; GoldenGate JSON, 51 MiB: 73 -> 603 MiB).
+    #: ... and at most this many uncompressed bytes (their Parquet footers say, before anything is read), so
+    #: wide rows do not slip under the event count: the Python driver peaks at about 7x this
+    #: (100k Debezium JSON events, 129 MiB: 73 -> 964 MiB; GoldenGate JSON, 51 MiB: 73 -> 603 MiB) ...
     driver_normalize_bytes: int = 144 * 2**20
+    #: ... up to this many events in all; a larger batch is normalized by Spark, which a cluster spreads
+    #: over its executors (docs/decisions.md, "A large batch normalizes in the driver, chunk by chunk").
+    driver_normalize_max_rows: int = 2_000_000
     #: Keys without key changes fold in Spark SQL on the workers path (docs/decisions.md, "The fold at native
     #: speed"); off: every key through the Python reference fold (``cdclake.merge``).
     native_fold: bool = True
@@ -222,6 +226,7 @@ class Settings:
             driver_decode_bytes=max(0, int(env.get("CDCLAKE_DRIVER_DECODE_BYTES", str(4 * 2**20)))),
             driver_normalize_rows=max(0, int(env.get("CDCLAKE_DRIVER_NORMALIZE_ROWS", "150000"))),
             driver_normalize_bytes=max(0, int(env.get("CDCLAKE_DRIVER_NORMALIZE_BYTES", str(144 * 2**20)))),
+            driver_normalize_max_rows=max(0, int(env.get("CDCLAKE_DRIVER_NORMALIZE_MAX_ROWS", "2000000"))),
             native_fold=env.get("CDCLAKE_NATIVE_FOLD", "1").strip().lower() not in ("0", "false", "no", "off"),
             row_state=env.get("CDCLAKE_ROW_STATE", "1").strip().lower() not in ("0", "false", "no", "off"),
             driver_commits=env.get("CDCLAKE_DRIVER_COMMITS", "1").strip().lower() not in ("0", "false", "no", "off"),

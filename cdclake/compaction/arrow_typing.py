@@ -17,11 +17,18 @@ wording, is the reference's. ``tests/compaction/test_routing.py`` holds the two 
 :func:`typed_values` casts texts to a column's Arrow type the same way: Arrow's own casts for the texts
 the patterns accept, ``coltypes.cast`` for the rest (``tests/compaction/test_arrow_typing.py``), and
 :func:`typed_images` builds the typed image dicts the reference fold takes from them.
+
+The two ask different questions, so their patterns differ for one type. Routing asks whether a value is
+*valid* (:func:`_accepted`): a ``string`` column takes any JSON scalar, escaped strings, numbers and
+booleans included. Typing asks whether Arrow's cast *gives the reference's value* (:func:`_fast_pattern`):
+for ``string`` only a text without escapes, since Arrow cannot unescape JSON; the others go to the
+reference cast. For every other type the two agree or typing's pattern is the narrower.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -138,21 +145,35 @@ def _reference_accepts(texts: list[str | None], type_name: str) -> np.ndarray:
     return ok
 
 
+def _column_indexes(names: pa.Array, types: dict[str, str]) -> np.ndarray:
+    """Per entry: the index of its column in ``types`` (-1: a column the table lacks)."""
+    column = pc.index_in(names, value_set=pa.array(list(types), pa.string()))
+    return pc.fill_null(column, -1).to_numpy(zero_copy_only=False)
+
+
+def _rows_by_type(
+    column: np.ndarray, types: dict[str, str], among: np.ndarray | None = None
+) -> Iterator[tuple[str, np.ndarray]]:
+    """The entries of each column type, as positions (``among``: only the entries it marks); a type
+    with none is skipped."""
+    by_type: dict[str, list[int]] = {}
+    for index, type_name in enumerate(types.values()):
+        by_type.setdefault(type_name, []).append(index)
+    for type_name, indexes in by_type.items():
+        hit = np.isin(column, indexes)
+        rows = np.flatnonzero(hit if among is None else hit & among)
+        if len(rows):
+            yield type_name, rows
+
+
 def _valid_values(names: pa.Array, texts: pa.Array, types: dict[str, str]) -> np.ndarray:
     """Per entry: its column is the table's and its text a value the cast accepts (False: ask the reference)."""
     ok = np.zeros(len(texts), dtype=bool)
     if not len(texts):
         return ok
-    column = pc.index_in(names, value_set=pa.array(list(types), pa.string()))
-    column = pc.fill_null(column, -1).to_numpy(zero_copy_only=False)
+    column = _column_indexes(names, types)
     null = pc.fill_null(pc.equal(texts, "null"), False).to_numpy(zero_copy_only=False)
-    by_type: dict[str, list[int]] = {}
-    for index, type_name in enumerate(types.values()):
-        by_type.setdefault(type_name, []).append(index)
-    for type_name, indexes in by_type.items():
-        rows = np.flatnonzero(np.isin(column, indexes) & ~null)
-        if not len(rows):
-            continue
+    for type_name, rows in _rows_by_type(column, types, ~null):
         chosen = texts.take(pa.array(rows))
         accepted = _accepted(chosen, type_name)
         rest = np.flatnonzero(~accepted & pc.is_valid(chosen).to_numpy(zero_copy_only=False))
@@ -254,19 +275,12 @@ def typed_images(images: pa.Array, types: dict[str, str]) -> list[dict[str, Any]
     names, texts, parents = _entries(images)
     if texts.null_count:
         return None
-    column = pc.fill_null(pc.index_in(names, value_set=pa.array(list(types), pa.string())), -1)
-    column = column.to_numpy(zero_copy_only=False)
+    column = _column_indexes(names, types)
     if (column < 0).any():
         return None
     values = np.empty(len(texts), dtype=object)
-    by_type: dict[str, list[int]] = {}
-    for index, type_name in enumerate(types.values()):
-        by_type.setdefault(type_name, []).append(index)
     try:
-        for type_name, indexes in by_type.items():
-            rows = np.flatnonzero(np.isin(column, indexes))
-            if not len(rows):
-                continue
+        for type_name, rows in _rows_by_type(column, types):
             chosen = texts.take(pa.array(rows))
             if _fast_pattern(type_name) is None:  # as the reference gives them (a datetime's own UTC tzinfo)
                 values[rows] = [cast(from_json(t), type_name) for t in chosen.to_pylist()]

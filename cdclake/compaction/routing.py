@@ -173,8 +173,11 @@ def _route_by_reference(
 
 
 def _routed_batch(picked: pa.RecordBatch, emitted: list[tuple[Any, ...]], batch_id: str) -> pa.RecordBatch:
+    """The routed rows: ``emitted``'s (row of ``picked``, key, old key, bucket, role, error), in order."""
     rows, *values = [list(c) for c in zip(*emitted, strict=True)] if emitted else [[]] * 6
-    taken = picked.take(pa.array(rows, pa.int64()))
+    positions = np.array(rows, dtype=np.int64)
+    unchanged = len(positions) == picked.num_rows and bool((positions == np.arange(len(positions))).all())
+    taken = picked if unchanged else picked.take(pa.array(positions))  # most batches: every row once, in order
     computed = dict(zip(("_key", "_old_key", "_cdc_bucket", "_role", "_error"), values, strict=True))
     computed["_cdc_batch"] = [batch_id] * len(rows)
     arrays = []

@@ -16,18 +16,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.compute as pc
-
 from cdclake.batch import read_manifest, write_json_atomic, write_report
 from cdclake.batch_events import (
-    column_kinds,
-    decoded_bytes,
+    SCHEMA_EVENT_COLUMNS,
+    DriverEvents,
     decoded_files,
     decoded_rows,
-    op_summary,
-    read_events,
-    schema_events,
     write_changelog,
 )
 from cdclake.coltypes import canonical_type, type_from_engine, unify
@@ -166,8 +160,9 @@ def _translate_seen(
 def _spilled():
     """Where a batch's events are kept between normalize's jobs: on local disk, serialized as they stream
     by. The default (memory, deserialized, unrolled per partition) ran a 1M-change batch out of a 1 GiB
-    driver heap in local mode (benchmarks/results/2026-11-26-bench-1m.md); only batches above the driver
-    normalize's bound come here, and for them one disk write is cheap against the jobs it saves."""
+    driver heap in local mode (benchmarks/results/2026-11-26-bench-1m.md); only batches the driver does not
+    normalize come here (over its bound, carried-in events, transaction marks), and for them one disk write
+    is cheap against the jobs it saves."""
     from pyspark import StorageLevel
 
     return StorageLevel.DISK_ONLY
@@ -211,8 +206,8 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
         write_report(batch_dir, "normalize", report)
         return report
     event_ddl = DECODED_SPARK_DDL.replace("kind string, ", "")
-    local = _driver_events(spark, event_dir, carried_dirs)  # a small batch: Arrow in the driver, no Spark job
-    grouped = op_summary(local) if local is not None else None
+    local = _driver_events(spark, event_dir, carried_dirs)  # Arrow in the driver, no Spark job
+    grouped, local_kinds, local_schema_rows = local.survey() if local is not None else (None, None, None)
     if grouped is not None and any(r["marks"] for r in grouped):
         local = grouped = None  # transactions that may be incomplete: the Spark path splits them off
     events = None
@@ -260,7 +255,7 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
         op_counts.setdefault(r["table"], {})[r["op"]] = r["count"]
 
     # Columns with the kinds of their values, in first-seen order.
-    kinds = column_kinds(local) if local is not None else _kinds(events)
+    kinds = local_kinds if local is not None else _kinds(events)
     seen: dict[str, list[tuple[Any, str, set[str], str | None]]] = {}
     for r in kinds:
         hint = json.loads(r["hints"]).get(r["col"]) if r["hints"] else None
@@ -270,11 +265,10 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
     # when the counts show none).
     schema_rows = []
     if any(op in ("SCHEMA", "DDL") for ops in op_counts.values() for op in ops):
-        wanted = ["table", "op", "seq", "event_ts", "keys", "ddl", "meta", "source_file", "source_offset"]
         if local is not None:
-            schema_rows = schema_events(local, wanted)
+            schema_rows = local_schema_rows
         else:
-            found = events.where(F.col("op").isin("SCHEMA", "DDL")).select(*wanted)
+            found = events.where(F.col("op").isin("SCHEMA", "DDL")).select(*SCHEMA_EVENT_COLUMNS)
             schema_rows = [r.asDict() for r in found.collect()]
     state: dict[str, tuple[str, list[tuple[str, str]] | None, list[dict[str, Any]]]] = {}
 
@@ -408,11 +402,14 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
     report["ddl_truncates"] = len(schema.truncates)
 
     if local is not None:
-        logged = local.filter(pc.is_in(local["op"], pa.array([*sorted(ROW_OPS), "TRUNCATE"])))
-        if not (schema.truncates or keyless or unsafe) and logged["table"].null_count == 0:
-            write_changelog(logged, batch_dir / "changelog", manifest.batch_id, _partition_escape(spark))
+        tableless = any(r["table"] is None and r["op"] in (*ROW_OPS, "TRUNCATE") for r in grouped)
+        if not (schema.truncates or keyless or unsafe or tableless):
+            write_changelog(local.logged(), batch_dir / "changelog", manifest.batch_id, _partition_escape(spark))
             return _finish(batch_dir, report, per_table, schema, heartbeat, layouts, 0)
-        events = spark.createDataFrame(local, event_ddl.replace(", error string, raw binary", ""))
+        if local.whole is not None:
+            events = spark.createDataFrame(local.whole, event_ddl.replace(", error string, raw binary", ""))
+        else:  # quarantines or truncates to sort out: Spark's path from here, over the decoded files
+            events = spark.read.schema(event_ddl).parquet(str(event_dir)).drop("error", "raw")
     row_events = events.where(F.col("op").isin(*ROW_OPS) | (F.col("op") == "TRUNCATE"))
     if schema.truncates:  # TRUNCATE TABLE statements go to the truncate step with their seq
         ddl_truncates = spark.createDataFrame(
@@ -504,8 +501,9 @@ def _kinds(events) -> list[Any]:
     )
 
 
-def _driver_events(spark, event_dir: Path, carried_dirs: list[Path]):
-    """This batch's events as Arrow when normalize runs in the driver (``Settings.driver_normalize_rows``;
+def _driver_events(spark, event_dir: Path, carried_dirs: list[Path]) -> DriverEvents | None:
+    """This batch's events in Arrow when normalize runs in the driver (at most
+    ``Settings.driver_normalize_max_rows`` of them, in chunks of ``driver_normalize_rows`` / ``_bytes``;
     not with events carried in from earlier batches, nor without a JVM to name partition folders), else None."""
     from cdclake.settings import Settings
 
@@ -513,9 +511,9 @@ def _driver_events(spark, event_dir: Path, carried_dirs: list[Path]):
     files = decoded_files(event_dir)
     if carried_dirs or not files or getattr(spark, "_jvm", None) is None:
         return None
-    if decoded_rows(files) > settings.driver_normalize_rows or decoded_bytes(files) > settings.driver_normalize_bytes:
+    if not settings.driver_normalize_rows or decoded_rows(files) > settings.driver_normalize_max_rows:
         return None
-    return read_events(files)
+    return DriverEvents(files, settings.driver_normalize_rows, settings.driver_normalize_bytes)
 
 
 def _partition_escape(spark):

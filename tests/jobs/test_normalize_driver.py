@@ -6,6 +6,7 @@ the layouts, the schema changes, the change log as Spark reads it back and the q
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import shutil
 from pathlib import Path
@@ -14,7 +15,14 @@ import pyarrow.parquet as pq
 import pytest
 
 from cdclake.batch import Manifest
-from cdclake.batch_events import column_kinds, op_summary, read_events
+from cdclake.batch_events import (
+    column_kinds,
+    event_chunks,
+    merged_column_kinds,
+    merged_op_summary,
+    op_summary,
+    read_events,
+)
 from cdclake.events import EVENT_SCHEMA, to_json
 from cdclake.jobs import decode, normalize
 from cdclake.staging import stage_files
@@ -116,13 +124,15 @@ def test_a_small_batch_normalizes_in_the_driver_as_the_spark_job_would(spark, tm
     fmt, files, keys = CASES[case]
     decoded = decoded_batch(spark, tmp_path, fmt, files, keys)
     results = {}
-    for way, limit in (("driver", "50000"), ("spark", "0")):
+    # "chunked": the driver reads the batch two events at a time and merges what each chunk says
+    for way, limit in (("driver", "50000"), ("chunked", "2"), ("spark", "0")):
         batch_dir = tmp_path / way / "b1"
         shutil.copytree(decoded, batch_dir)
         monkeypatch.setenv("CDCLAKE_DRIVER_NORMALIZE_ROWS", limit)
         normalize.run(spark, batch_dir)
         results[way] = outputs(spark, batch_dir)
     assert results["driver"] == results["spark"]
+    assert results["chunked"] == results["spark"]
     out = results["driver"]
     assert out["report"]["events"] > 0 and out["changelog"]
     if case == "plain":  # the partition folder of an odd table name round-trips
@@ -218,6 +228,10 @@ def test_column_kinds_equal_the_entry_by_entry_answer(tmp_path):
             "before": st.one_of(st.none(), image),
             "after": st.one_of(st.none(), image),
             "meta": st.sampled_from([None, '{"column_types":{"x":"LONG"}}', '{"column_types":{"y":"STRING"}}']),
+            # for op_summary: the first keys, the newest time and the transaction marks of each group
+            "keys": st.sampled_from([None, ["x"], ["y", "z"], []]),
+            "event_ts": st.sampled_from([None, *(dt.datetime(2024, 1, d, tzinfo=dt.UTC) for d in (1, 2, 3))]),
+            "tx_last": st.sampled_from([None, None, True, False]),
         }
     )
 
@@ -227,9 +241,39 @@ def test_column_kinds_equal_the_entry_by_entry_answer(tmp_path):
         full = [{**{f.name: None for f in EVENT_SCHEMA}, **r} for r in rows]
         path = tmp_path / "part-0.parquet"
         pq.write_table(pa.Table.from_pylist(full, schema=EVENT_SCHEMA), path)
-        got = {
-            (r["table"], r["col"]): (r["first"], set(r["kinds"]), r["hints"]) for r in column_kinds(read_events([path]))
-        }
+        events = read_events([path])
+        got = {(r["table"], r["col"]): (r["first"], set(r["kinds"]), r["hints"]) for r in column_kinds(events)}
         assert got == _reference_kinds(rows)
+        # the same batch read in chunks: each chunk's answers merged are the whole batch's
+        for size in (1, 2, 5):
+            chunks = list(event_chunks([path], size, 1 << 30))
+            assert sum(c.num_rows for c in chunks) == len(rows) and all(c.num_rows <= size for c in chunks)
+            merged = merged_column_kinds([column_kinds(c) for c in chunks])
+            assert {(r["table"], r["col"]): (r["first"], set(r["kinds"]), r["hints"]) for r in merged} == got
+            summary = merged_op_summary([op_summary(c) for c in chunks])
+            assert _by_group(summary) == _by_group(op_summary(events))
 
     check()
+
+
+def _by_group(summary: list[dict]) -> dict:
+    return {(r["table"], r["op"]): (r["count"], r["keys"], r["newest"], r["marks"]) for r in summary}
+
+
+def test_chunks_merge_ties_in_row_order(tmp_path):
+    """Two events at the same (seq, file, offset) with the column at the same place: the first one's hint
+    wins, whether the two are in one chunk or in two."""
+    import pyarrow as pa
+
+    base = {f.name: None for f in EVENT_SCHEMA}
+    rows = [
+        {**base, "table": "t", "op": "INSERT", "seq": "1", "source_file": "f", "source_offset": 0,
+         "after": [("x", "1")], "meta": json.dumps({"column_types": {"x": hint}})}
+        for hint in ("LONG", "STRING")
+    ]  # fmt: skip
+    path = tmp_path / "part-0.parquet"
+    pq.write_table(pa.Table.from_pylist(rows, schema=EVENT_SCHEMA), path)
+    whole = column_kinds(read_events([path]))
+    merged = merged_column_kinds([column_kinds(c) for c in event_chunks([path], 1, 1 << 30)])
+    assert [json.loads(r["hints"]) for r in whole] == [{"x": "LONG"}]
+    assert [(r["first"], r["hints"]) for r in merged] == [(r["first"], r["hints"]) for r in whole]
