@@ -6,6 +6,9 @@ append, the row delta and the bucket overwrite committed from the driver (``row_
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 import pyarrow as pa
@@ -29,20 +32,50 @@ def _to_frame(spark, table: pa.Table, ddl: str):
     return spark.createDataFrame(table, schema=ddl) if table.num_rows else spark.createDataFrame([], ddl)
 
 
-def bulk_bound(spark, changelog: Path, source_table: str, expected: int | None) -> int | None:
-    """The bulk path's bound (``Settings.driver_bulk_rows``) when it takes this table batch: at most that
-    many events and ``driver_bulk_bytes`` uncompressed bytes of them (its folder's Parquet footers; no
-    folder: not bulk); None when it does not (docs/decisions.md, "The bulk path in the driver")."""
+#: How many tables' shares of the driver's bulk budget the table being compacted may take (:func:`whole_budget`).
+_BULK_SHARES: ContextVar[int] = ContextVar("bulk_shares", default=1)
+
+
+@contextmanager
+def whole_budget(shares: int) -> Iterator[None]:
+    """Inside: the table compacted here runs alone and may take ``shares`` tables' bulk bounds (the
+    compact job runs such tables one at a time, after the others; docs/decisions.md, "A large table
+    takes the driver's whole bulk budget, alone")."""
+    token = _BULK_SHARES.set(max(1, shares))
+    try:
+        yield
+    finally:
+        _BULK_SHARES.reset(token)
+
+
+def bulk_shares(spark, changelog: Path, source_table: str, expected: int | None) -> float | None:
+    """How many tables' bulk bounds (``Settings.driver_bulk_rows`` events, ``driver_bulk_bytes`` uncompressed
+    bytes of them, from its folder's Parquet footers) this table batch needs; None: the bulk path never
+    takes it (unknown size, no folder, the native fold off)."""
     from cdclake.batch_events import decoded_bytes
     from cdclake.settings import Settings
 
     settings = Settings.from_env()
-    if expected is None or expected > settings.driver_bulk_rows or not settings.native_fold:
+    if expected is None or not settings.native_fold or not settings.driver_bulk_rows:
         return None
     folder = _events_folder(spark, changelog, source_table)
-    if folder is None or decoded_bytes(sorted(folder.glob("*.parquet"))) > settings.driver_bulk_bytes:
+    if folder is None:
         return None
-    return settings.driver_bulk_rows
+    size = decoded_bytes(sorted(folder.glob("*.parquet")))
+    return max(expected / settings.driver_bulk_rows, size / max(1, settings.driver_bulk_bytes))
+
+
+def bulk_bound(spark, changelog: Path, source_table: str, expected: int | None) -> int | None:
+    """The bulk path's bound when it takes this table batch: ``Settings.driver_bulk_rows`` times the shares
+    it may take (one, or all of them inside :func:`whole_budget`) when it needs no more; None when it does
+    not take it (docs/decisions.md, "The bulk path in the driver")."""
+    from cdclake.settings import Settings
+
+    shares = _BULK_SHARES.get()
+    needed = bulk_shares(spark, changelog, source_table, expected)
+    if needed is None or needed > shares:
+        return None
+    return Settings.from_env().driver_bulk_rows * shares
 
 
 def _batch_events(spark, changelog: Path, source_table: str):

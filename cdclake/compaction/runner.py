@@ -15,7 +15,7 @@ import logging
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -36,11 +36,13 @@ def compact_tables(
     tables: list[str],
     compact_one: Callable[[Any, str], dict[str, Any]],
     threads: int = 4,
+    alone: Collection[str] = (),
 ) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
     """``compact_one(session, table)`` for every table; returns (reports by table, errors by table).
 
     One table, or ``threads`` = 1: in the calling thread and session. Otherwise a pool of
-    ``threads`` workers, each with a session of its own made once.
+    ``threads`` workers, each with a session of its own made once. The tables of ``alone`` (each
+    takes the driver's whole bulk budget) run after the pool, one at a time, in the calling thread.
     """
     reports: dict[str, dict[str, Any]] = {}
     errors: dict[str, str] = {}
@@ -64,17 +66,21 @@ def compact_tables(
             flush=True,
         )
 
-    if len(tables) <= 1 or threads <= 1:
-        for table in tables:
+    shared = [t for t in tables if t not in alone]
+    if len(shared) <= 1 or threads <= 1:
+        for table in shared:
             one(spark, table)
-        return reports, errors
-    local = threading.local()
+    else:
+        local = threading.local()
 
-    def in_pool(table: str) -> None:
-        if not hasattr(local, "session"):
-            local.session = spark.newSession()
-        one(local.session, table)
+        def in_pool(table: str) -> None:
+            if not hasattr(local, "session"):
+                local.session = spark.newSession()
+            one(local.session, table)
 
-    with ThreadPoolExecutor(max_workers=min(threads, len(tables)), thread_name_prefix="compact") as pool:
-        list(pool.map(in_pool, tables))
+        with ThreadPoolExecutor(max_workers=min(threads, len(shared)), thread_name_prefix="compact") as pool:
+            list(pool.map(in_pool, shared))
+    for table in tables:
+        if table in alone:
+            one(spark, table)
     return reports, errors

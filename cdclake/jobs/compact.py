@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from cdclake.batch import read_manifest, write_report
+from cdclake.compaction.driver_io import bulk_shares, whole_budget
 from cdclake.compaction.lake_tables import (
     HISTORY_SUFFIX,
     LOG_SUFFIX,
@@ -26,7 +27,7 @@ from cdclake.compaction.lineage import _snapshot_info
 from cdclake.compaction.publish import SNAPSHOT_PROPERTY_CONF, _branch_name
 from cdclake.compaction.runner import CompactFailed, compact_tables
 from cdclake.compaction.strategy import MAX_EXTRA_FILES_PROPERTY, MIN_ROWS_PROPERTY, MOR_MIN_BUCKET_ROWS
-from cdclake.compaction.table import compact_table
+from cdclake.compaction.table import _table_events, compact_table
 
 __all__ = [
     "HISTORY_SUFFIX",
@@ -62,6 +63,18 @@ def _refresh(spark, layout: dict[str, Any]) -> None:
             spark.catalog.refreshTable(table)
 
 
+def _alone(spark, batch_dir: Path, tables: list[str], threads: int) -> set[str]:
+    """Tables too large for one table's share of the driver's bulk budget that fit the whole of it
+    (``threads`` shares): compacted one at a time, after the others, on the bulk path (docs/decisions.md,
+    "A large table takes the driver's whole bulk budget, alone")."""
+    alone = set()
+    for table in tables:
+        needed = bulk_shares(spark, batch_dir / "changelog", table, _table_events(batch_dir, table))
+        if needed is not None and 1 < needed <= threads:
+            alone.add(table)
+    return alone
+
+
 def run(
     spark,
     batch_dir: str | Path,
@@ -91,14 +104,17 @@ def run(
         else:
             todo.append(source_table)
 
+    alone = _alone(spark, batch_dir, todo, threads)
+
     def compact_one(session, source_table: str) -> dict[str, Any]:
-        return compact_table(
-            session, batch_dir, manifest.batch_id, source_table, layouts[source_table], buckets, full_refresh
-        )
+        with whole_budget(threads if source_table in alone else 1):
+            return compact_table(
+                session, batch_dir, manifest.batch_id, source_table, layouts[source_table], buckets, full_refresh
+            )
 
     for namespace in sorted({layouts[t]["spark_name"].rsplit(".", 1)[0] for t in todo}):
         ensure_namespace(spark, namespace)  # once, before the tables' sessions race to create it
-    done, errors = compact_tables(spark, todo, compact_one, threads)
+    done, errors = compact_tables(spark, todo, compact_one, threads, alone)
     if len(todo) > 1 and threads > 1:  # committed from other sessions: this one's cached copies are stale
         for source_table in todo:
             _refresh(spark, layouts[source_table])

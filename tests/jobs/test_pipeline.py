@@ -185,6 +185,29 @@ def test_the_bulk_path_is_bounded_by_its_events_bytes(spark, warehouse, tmp_path
     ]
 
 
+@pytest.mark.parametrize(("threads", "fold"), [("4", "driver, committed from the driver"), ("2", "workers")])
+def test_a_table_over_its_share_takes_the_whole_bulk_budget_alone(
+    spark, warehouse, tmp_path, monkeypatch, threads, fold
+):
+    """A bulk bound of 4 events per table, and a table of 10 events: it needs 2.5 tables' shares of the
+    driver's budget. With 4 (``CDCLAKE_COMPACT_THREADS``) it folds in the driver, alone, after the batch's
+    other table; with 2 on the workers. Either way, the same rows."""
+    monkeypatch.setenv("CDCLAKE_DRIVER_FOLD_ROWS", "0")
+    monkeypatch.setenv("CDCLAKE_DRIVER_BULK_ROWS", "4")
+    monkeypatch.setenv("CDCLAKE_COMPACT_THREADS", threads)
+    big, small = f"PIPE.WHOLE_BUDGET_{threads}", f"PIPE.ONE_SHARE_{threads}"
+    events = [gg(big, "I", i, after={"id": i, "v": f"v{i}"}) for i in range(1, 10)]
+    events.append(gg(big, "U", 10, before={"id": 2}, after={"id": 2, "v": "two"}))
+    events += [gg(small, "I", 20 + i, after={"id": i, "v": "s"}) for i in range(1, 4)]
+    r = apply(spark, warehouse, [write(tmp_path / "whole.json", events)], keys="id")
+    assert r["tables"][big]["fold"] == fold, r["tables"][big]
+    assert r["tables"][small]["fold"] == "driver, committed from the driver", r["tables"][small]
+    assert sorted((row["id"], row["v"]) for row in read_rows(warehouse, big)) == [
+        (i, "two" if i == 2 else f"v{i}") for i in range(1, 10)
+    ]
+    assert len(read_rows(warehouse, small)) == 3
+
+
 def test_one_row_change_rewrites_a_small_fraction_of_the_files(spark, warehouse, tmp_path):
     t = "PIPE.BIG"
     rows = [gg(t, "I", i, after={"id": i, "v": f"row {i}"}) for i in range(1, 401)]
