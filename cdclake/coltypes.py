@@ -12,7 +12,7 @@ import base64
 import binascii
 import datetime as dt
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import Context, Decimal, InvalidOperation
 from typing import Any
 
 import pyarrow as pa
@@ -185,6 +185,11 @@ def _to_bool(value: Any) -> bool:
     raise CastError("not a boolean")
 
 
+#: Room for any Iceberg decimal (38 digits): the default context's 28 refused a decimal(38,s) value of more
+#: digits. Past it, quantize raises (a value of huge exponent is refused, not expanded).
+_DECIMAL_CONTEXT = Context(prec=38)
+
+
 def _to_decimal(value: Any, type_name: str) -> Decimal:
     match = _DECIMAL.match(type_name)
     assert match
@@ -192,7 +197,7 @@ def _to_decimal(value: Any, type_name: str) -> Decimal:
     if isinstance(value, bool):
         raise CastError("boolean")
     number = value if isinstance(value, Decimal) else Decimal(str(value))
-    quantized = number.quantize(Decimal(1).scaleb(-scale))
+    quantized = number.quantize(Decimal(1).scaleb(-scale), context=_DECIMAL_CONTEXT)
     if quantized != number or len(quantized.as_tuple().digits) > precision:
         raise CastError("precision")
     return quantized
