@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from cdclake.coltypes import DECIMAL_INTEGER
 from cdclake.events import EVENT_SCHEMA, ROW_OPS
 
 #: Column of the change log written per batch (the batch id), after the event columns.
@@ -175,10 +176,22 @@ def _kind(values: pa.Array) -> pa.Array:
         pc.or_(pc.starts_with(values, '"'), pc.starts_with(values, "{")),
         pc.starts_with(values, "["),
     )
-    kind = pc.if_else(test(pc.match_substring_regex(values, r"^-?[0-9]+$")), "bigint", "double")
+    kind = pc.if_else(test(pc.match_substring_regex(values, r"^-?[0-9]+$")), _integer_kind(values), "double")
     kind = pc.if_else(test(starts), "string", kind)
     kind = pc.if_else(test(pc.is_in(values, pa.array(["true", "false"]))), "boolean", kind)
     return pc.if_else(test(pc.equal(values, "null")), pa.scalar(None, pa.string()), kind)
+
+
+def _integer_kind(values: pa.Array) -> pa.Array:
+    """The kind of each text that is an integer: ``bigint`` within its range, ``decimal(38,0)`` up to 38
+    digits, else ``string`` (the SQL ``CASE``'s ``try_cast`` tests; other texts get a kind never used)."""
+    digits = pc.replace_substring_regex(values, "^-?0*", "")
+    count = pc.utf8_length(digits)
+    negative = pc.starts_with(values, "-")
+    edge = pc.if_else(negative, pa.scalar(str(2**63)), pa.scalar(str(2**63 - 1)))
+    in_range = pc.or_(pc.less(count, 19), pc.and_(pc.equal(count, 19), pc.less_equal(digits, edge)))
+    kind = pc.if_else(pc.less_equal(count, 38), DECIMAL_INTEGER, "string")
+    return pc.if_else(pc.fill_null(in_range, False), "bigint", kind)
 
 
 def _hints_text(text: str) -> str | None:

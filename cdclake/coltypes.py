@@ -21,6 +21,8 @@ from cdclake.events import to_json
 
 STRING, LONG, DOUBLE, BOOLEAN = "string", "bigint", "double", "boolean"
 TIMESTAMP, DATE, BINARY = "timestamp", "date", "binary"
+#: What an integer beyond bigint's range suggests: the widest Iceberg decimal without a fraction.
+DECIMAL_INTEGER = "decimal(38,0)"
 _DECIMAL = re.compile(r"^decimal\((\d+),\s*(\d+)\)$")
 _ALIASES = {
     "long": LONG,
@@ -62,20 +64,25 @@ def kind_of(value: Any) -> str | None:
     if isinstance(value, bool):
         return BOOLEAN
     if isinstance(value, int):
-        return LONG
+        if -(2**63) <= value < 2**63:
+            return LONG
+        return DECIMAL_INTEGER if len(str(abs(value))) <= 38 else STRING
     if isinstance(value, (Decimal, float)):
         return DOUBLE
     return STRING
 
 
 def unify(kinds: set[str]) -> str:
-    """One column type for the kinds seen in a batch: the narrowest that holds them all."""
+    """One column type for the kinds seen in a batch: the narrowest that holds them all (integers beyond
+    bigint widen a column of integers to ``decimal(38,0)``; any number with a fraction makes it ``double``)."""
     kinds = {k for k in kinds if k}
     if not kinds:
         return STRING
     if len(kinds) == 1:
         return next(iter(kinds))
-    if kinds <= {LONG, DOUBLE}:
+    if kinds <= {LONG, DECIMAL_INTEGER}:
+        return DECIMAL_INTEGER
+    if kinds <= {LONG, DECIMAL_INTEGER, DOUBLE}:
         return DOUBLE
     return STRING
 

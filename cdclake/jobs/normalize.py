@@ -39,7 +39,8 @@ DDL_TRUNCATE_META = '{"from_ddl":true}'
 _KIND_SQL = (
     "CASE WHEN v = 'null' THEN NULL WHEN v IN ('true','false') THEN 'boolean' "
     "WHEN v LIKE '\"%' OR v LIKE '{%' OR v LIKE '[%' THEN 'string' "
-    "WHEN v RLIKE '^-?[0-9]+$' THEN 'bigint' ELSE 'double' END"
+    "WHEN v RLIKE '^-?[0-9]+$' THEN CASE WHEN try_cast(v AS bigint) IS NOT NULL THEN 'bigint' "
+    "WHEN try_cast(v AS decimal(38,0)) IS NOT NULL THEN 'decimal(38,0)' ELSE 'string' END ELSE 'double' END"
 )
 
 

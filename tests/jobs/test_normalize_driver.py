@@ -52,7 +52,7 @@ def datahub(op: str, seq: int, after=None, ddl: str | None = None) -> dict:
     return {"schema": schema, "payload": body, "version": "0.0.1"}
 
 
-KINDS = {"id": 1, "n": None, "b": True, "i": -12, "f": 1.5, "s": "x", "o": {"a": [1, 2]}, "l": [1, "y"]}
+KINDS = {"id": 1, "n": None, "b": True, "i": -12, "f": 1.5, "s": "x", "o": {"a": [1, 2]}, "l": [1, "y"], "h": 2**64}
 PLAIN = [
     gg("DEC.A", "I", 1, KINDS),
     gg("DEC.A", "U", 2, {"id": 1, "s": "y", "extra": 7}),
@@ -139,12 +139,51 @@ def test_a_small_batch_normalizes_in_the_driver_as_the_spark_job_would(spark, tm
         assert {r["table"] for r in out["changelog"]} == {"DEC.A", "DEC.B", WEIRD}
         assert dict(out["tables"]["DEC.A"]["columns"])["o"] == "string"
         assert dict(out["tables"][WEIRD]["columns"])["f"] == "double"
+        assert dict(out["tables"]["DEC.A"]["columns"])["h"] == "decimal(38,0)"  # beyond bigint
     if case == "quarantines":
         # the keyless table's event and the one with a reserved column name; that name's announcement too
         assert len(out["quarantine"]["normalize"]) == 2 and len(out["quarantine"]["ddl"]) == 1
         assert out["report"]["quarantined"] == 3
     if case == "truncate-statement":
         assert out["report"]["ddl_truncates"] == 1
+
+
+INTEGER_EDGES = [
+    "0",
+    "-0",
+    "007",
+    str(2**63 - 1),
+    str(2**63),
+    str(-(2**63)),
+    str(-(2**63) - 1),
+    "1" * 38,
+    "-" + "9" * 38,
+    "1" * 39,
+    "0" * 30 + "1",
+    "1.5",
+    "1e3",
+    '"12"',
+    "true",
+    "null",
+]
+
+
+def test_the_arrow_kinds_are_the_sql_case(spark):
+    """Integers beyond bigint suggest ``decimal(38,0)`` up to 38 digits and ``string`` past it, the same in
+    the driver (Arrow) as in the Spark job's SQL ``CASE``; and ``unify`` widens a column of them."""
+    import pyarrow as pa
+
+    from cdclake.batch_events import _kind
+    from cdclake.coltypes import unify
+    from cdclake.jobs.normalize import _KIND_SQL
+
+    frame = spark.createDataFrame([(v,) for v in INTEGER_EDGES], "v string")
+    sql = [r["kind"] for r in frame.selectExpr(f"{_KIND_SQL} AS kind").collect()]
+    arrow = _kind(pa.array(INTEGER_EDGES, pa.string())).to_pylist()
+    assert arrow == sql
+    assert dict(zip(INTEGER_EDGES, arrow, strict=True))[str(2**63)] == "decimal(38,0)"
+    assert dict(zip(INTEGER_EDGES, arrow, strict=True))["1" * 39] == "string"
+    assert unify({"bigint", "decimal(38,0)"}) == "decimal(38,0)" and unify({"decimal(38,0)", "double"}) == "double"
 
 
 def test_column_kinds_follow_the_sql_case_and_first_sightings(tmp_path):

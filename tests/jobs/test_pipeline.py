@@ -208,6 +208,24 @@ def test_a_table_over_its_share_takes_the_whole_bulk_budget_alone(
     assert len(read_rows(warehouse, small)) == 3
 
 
+def test_integers_beyond_bigint_make_a_decimal_column_and_land_exactly(spark, warehouse, tmp_path):
+    """A new column whose integers go past bigint is ``decimal(38,0)``: every value lands exactly (it used
+    to be ``bigint``, and the values past it were quarantined)."""
+    from decimal import Decimal
+
+    t = "PIPE.HUGE_INTS"
+    events = [gg(t, "I", 1, after={"id": 1, "n": 2**64 + 1}), gg(t, "I", 2, after={"id": 2, "n": -5})]
+    r = apply(spark, warehouse, [write(tmp_path / "huge.json", events)], keys="id")
+    assert r["balanced"] and r["quarantined"] == 0, r
+    from cdclake.naming import spark_table_name
+
+    assert spark.table(spark_table_name(t, None)).schema["n"].dataType.simpleString() == "decimal(38,0)"
+    assert sorted((row["id"], row["n"]) for row in read_rows(warehouse, t)) == [
+        (1, Decimal(2**64 + 1)),
+        (2, Decimal(-5)),
+    ]
+
+
 def test_one_row_change_rewrites_a_small_fraction_of_the_files(spark, warehouse, tmp_path):
     t = "PIPE.BIG"
     rows = [gg(t, "I", i, after={"id": i, "v": f"row {i}"}) for i in range(1, 401)]
