@@ -363,6 +363,9 @@ def compact_table(
     folded_arrow = None
     kept_in_spark = False  # the overwrite's source passes a bucket's untouched rows through from Spark
     if in_driver:
+        # the batch's own rows are in hand already, so the bound is on what the log adds to them (a key
+        # change is logged twice: a batch at the bound of events routes to more rows than that)
+        log_bound = limit + good_arrow.num_rows
         log_in_driver = None  # a bulk batch's touched buckets of a log of bounded size: read without Spark
         if bulk and key_set and not full and not whole_log:
             log_rows = int(_head_summary(spark, log_name).get("total-records", 0))
@@ -382,21 +385,22 @@ def compact_table(
         elif key_set or key_set is None or full or whole_log:
             # a log no larger than the bound is read whole-query (one job); a larger one through a limit
             # (Spark then collects partition by partition, several jobs) so a long history stays bounded
-            log_rows = int(_head_summary(spark, log_name).get("total-records", limit + 1))
+            log_rows = int(_head_summary(spark, log_name).get("total-records", log_bound + 1))
             log_events = log_events_frame()
-            logged_arrow = (log_events if log_rows <= limit else log_events.limit(limit + 1)).toArrow()
+            logged_arrow = (log_events if log_rows <= log_bound else log_events.limit(log_bound + 1)).toArrow()
         else:  # every key folds onto its row: no log is read
             logged_arrow = LOG_SCHEMA.empty_table()
+        log_fits = logged_arrow.num_rows <= log_bound  # a log read through the limit is one row over
         rows_arrow = None
         rows_in_driver = False  # rows_arrow read whole by pyiceberg: bounded by DRIVER_OVERWRITE_ROWS, not limit
-        if logged_arrow.num_rows <= limit and mode != MERGE_ON_READ and table_arrow is not None:
+        if log_fits and mode != MERGE_ON_READ and table_arrow is not None:
             # the small table read above: its rewritten buckets, less the rows the row-state fold gives
             in_buckets = pc.is_in(table_arrow["_cdc_bucket"], pa.array(rewrite_buckets, pa.int32()))
             not_state = pc.invert(pc.is_in(table_arrow["_cdc_key"], pa.array(sorted(in_order), pa.string())))
             rows_arrow = table_arrow.filter(pc.and_(in_buckets, not_state))
-        elif logged_arrow.num_rows <= limit and mode != MERGE_ON_READ and not keyed:
+        elif log_fits and mode != MERGE_ON_READ and not keyed:
             rows_arrow = spark.table(name).where(F.col("_cdc_bucket").isin(rewrite_buckets)).limit(limit + 1).toArrow()
-        elif logged_arrow.num_rows <= limit and mode != MERGE_ON_READ and direct and read_snapshot is not None:
+        elif log_fits and mode != MERGE_ON_READ and direct and read_snapshot is not None:
             # a bucket overwrite (the maintenance rule) of a table of bounded size: its rewritten buckets read by
             # pyiceberg, so the rows pass through the driver's fold and its own commit, with no Spark job
             rows_arrow = _buckets_in_driver(spark, name, read_snapshot, rewrite_buckets, columns, in_order)
@@ -405,7 +409,7 @@ def compact_table(
         # rows pass through in Spark (_kept_rows), not through the driver. An empty table (no snapshot when
         # read; the validated overwrite fails if one appears) has none: its rows are the driver's alone
         kept_in_spark = mode != MERGE_ON_READ and keyed and rows_arrow is None and read_snapshot is not None
-        if logged_arrow.num_rows <= limit and (rows_arrow is None or rows_in_driver or rows_arrow.num_rows <= limit):
+        if log_fits and (rows_arrow is None or rows_in_driver or rows_arrow.num_rows <= limit):
             fault_point("compact:before-write")
             markers = mode == MERGE_ON_READ or kept_in_spark
             fold_fn = fold_driver if native_fold_enabled() else fold_part
