@@ -387,9 +387,10 @@ class DriverEvents:
     passes, so the driver never holds more than a chunk (docs/decisions.md, "A large batch normalizes
     in the driver, chunk by chunk")."""
 
-    def __init__(self, files: list[Path], max_rows: int, max_bytes: int) -> None:
+    def __init__(self, files: list[Path], rows: int, max_rows: int, max_bytes: int) -> None:
+        """``rows``: the events of ``files`` (:func:`decoded_rows`, which the caller has already read)."""
         self.files, self.max_rows, self.max_bytes = files, max(1, max_rows), max(1, max_bytes)
-        fits = decoded_rows(files) <= self.max_rows and decoded_bytes(files) <= self.max_bytes
+        fits = rows <= self.max_rows and decoded_bytes(files) <= self.max_bytes
         self.whole: pa.Table | None = read_events(files) if fits else None
 
     def chunks(self) -> Iterator[pa.Table]:

@@ -32,6 +32,15 @@ def _to_frame(spark, table: pa.Table, ddl: str):
     return spark.createDataFrame(table, schema=ddl) if table.num_rows else spark.createDataFrame([], ddl)
 
 
+def table_events(batch_dir: Path, source_table: str) -> int | None:
+    """Events of ``source_table`` in the batch's change log, from the normalize report (None: unknown)."""
+    from cdclake.batch import read_report
+
+    report = read_report(batch_dir, "normalize") or {}
+    entry = report.get("tables", {}).get(source_table)
+    return None if entry is None else int(entry.get("events", 0))
+
+
 #: How many tables' shares of the driver's bulk budget the table being compacted may take (:func:`whole_budget`).
 _BULK_SHARES: ContextVar[int] = ContextVar("bulk_shares", default=1)
 

@@ -55,7 +55,6 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cdclake.batch import read_report
 from cdclake.compaction.arrow_fold import fold_driver
 from cdclake.compaction.driver_io import (
     _append_in_driver,
@@ -69,6 +68,7 @@ from cdclake.compaction.driver_io import (
     _row_delta,
     _to_frame,
     bulk_bound,
+    table_events,
 )
 from cdclake.compaction.driver_read import read_log
 from cdclake.compaction.folding import fold_part
@@ -123,13 +123,6 @@ LOG_READ_FACTOR = 2
 PAIR_SCHEMA = pa.schema([("_key", pa.string()), ("_old_key", pa.string())])
 
 
-def _table_events(batch_dir: Path, source_table: str) -> int | None:
-    """Events of ``source_table`` in the batch's change log, from the normalize report (None: unknown)."""
-    report = read_report(batch_dir, "normalize") or {}
-    entry = report.get("tables", {}).get(source_table)
-    return None if entry is None else int(entry.get("events", 0))
-
-
 def _write_quarantine(errors, path: Path) -> None:
     from pyspark.sql import functions as F
 
@@ -171,7 +164,7 @@ def compact_table(
     # 1. this batch's events -> change-log rows (or quarantine) -> appended once
     quarantine_dir = batch_dir / "quarantine" / "compact" / layout["identifier"]
     limit = driver_fold_rows()
-    expected = _table_events(batch_dir, source_table)
+    expected = table_events(batch_dir, source_table)
     # a table without its key columns (made by a truncate-only batch, or keys that name no column) has no
     # keyed row in its log: every row event is quarantined, and the fold has nothing to distribute
     keyless = not set(keys) <= set(types)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from cdclake.batch import read_manifest, write_report
-from cdclake.compaction.driver_io import bulk_shares, whole_budget
+from cdclake.compaction.driver_io import bulk_shares, table_events, whole_budget
 from cdclake.compaction.lake_tables import (
     HISTORY_SUFFIX,
     LOG_SUFFIX,
@@ -27,7 +27,7 @@ from cdclake.compaction.lineage import _snapshot_info
 from cdclake.compaction.publish import SNAPSHOT_PROPERTY_CONF, _branch_name
 from cdclake.compaction.runner import CompactFailed, compact_tables
 from cdclake.compaction.strategy import MAX_EXTRA_FILES_PROPERTY, MIN_ROWS_PROPERTY, MOR_MIN_BUCKET_ROWS
-from cdclake.compaction.table import _table_events, compact_table
+from cdclake.compaction.table import compact_table
 
 __all__ = [
     "HISTORY_SUFFIX",
@@ -69,7 +69,7 @@ def _alone(spark, batch_dir: Path, tables: list[str], threads: int) -> set[str]:
     "A large table takes the driver's whole bulk budget, alone")."""
     alone = set()
     for table in tables:
-        needed = bulk_shares(spark, batch_dir / "changelog", table, _table_events(batch_dir, table))
+        needed = bulk_shares(spark, batch_dir / "changelog", table, table_events(batch_dir, table))
         if needed is not None and 1 < needed <= threads:
             alone.add(table)
     return alone

@@ -512,9 +512,10 @@ def _driver_events(spark, event_dir: Path, carried_dirs: list[Path]) -> DriverEv
     files = decoded_files(event_dir)
     if carried_dirs or not files or getattr(spark, "_jvm", None) is None:
         return None
-    if not settings.driver_normalize_rows or decoded_rows(files) > settings.driver_normalize_max_rows:
+    rows = decoded_rows(files)
+    if not settings.driver_normalize_rows or rows > settings.driver_normalize_max_rows:
         return None
-    return DriverEvents(files, settings.driver_normalize_rows, settings.driver_normalize_bytes)
+    return DriverEvents(files, rows, settings.driver_normalize_rows, settings.driver_normalize_bytes)
 
 
 def _partition_escape(spark):
