@@ -167,6 +167,9 @@ class Settings:
     #: A batch whose staged files add up to at most this many bytes is decoded in the driver, by the same
     #: task function the Spark job runs, with no job and no Python worker to start (0: always a Spark job).
     driver_decode_bytes: int = 4 * 2**20
+    #: In local mode a larger batch is decoded by a pool of local Python processes, one per core, with the
+    #: Spark job's task function (off: a Spark job, as on a cluster, where its tasks spread over executors).
+    local_decode: bool = True
     #: A batch's decoded events (none carried in from an earlier batch, no transaction marks) are
     #: normalized in the driver over Arrow, with no Spark job, in chunks of at most this many events
     #: (0: always Spark) ...
@@ -224,6 +227,7 @@ class Settings:
             driver_bulk_rows=max(0, int(env.get("CDCLAKE_DRIVER_BULK_ROWS", "150000"))),
             driver_bulk_bytes=max(0, int(env.get("CDCLAKE_DRIVER_BULK_BYTES", str(144 * 2**20)))),
             driver_decode_bytes=max(0, int(env.get("CDCLAKE_DRIVER_DECODE_BYTES", str(4 * 2**20)))),
+            local_decode=env.get("CDCLAKE_LOCAL_DECODE", "1").strip().lower() not in ("0", "false", "no", "off"),
             driver_normalize_rows=max(0, int(env.get("CDCLAKE_DRIVER_NORMALIZE_ROWS", "150000"))),
             driver_normalize_bytes=max(0, int(env.get("CDCLAKE_DRIVER_NORMALIZE_BYTES", str(144 * 2**20)))),
             driver_normalize_max_rows=max(0, int(env.get("CDCLAKE_DRIVER_NORMALIZE_MAX_ROWS", "2000000"))),

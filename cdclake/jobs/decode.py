@@ -14,6 +14,7 @@ line/byte numbers quoted inside reject reasons count from the piece's start.
 
 from __future__ import annotations
 
+import functools
 import gc
 import json
 import os
@@ -29,6 +30,7 @@ from cdclake.event_arrow import DECODED_FILE_SCHEMA, DecodedBuilder
 from cdclake.events import EVENT_SCHEMA, REJECT_SCHEMA, ChangeEvent, Rejected, Source, event_to_row, rejected_to_row
 from cdclake.formats._avro_binary import OCF_MAGIC, SYNC_SIZE, Malformed, read_varint
 from cdclake.formats._gg_avro import codec_problem, ocf_header
+from cdclake.jobs.decode_processes import run_tasks
 from cdclake.options import Options
 from cdclake.reading import GZIP_MAGIC, LandingFileError, read_landing_bytes
 from cdclake.registry import get_decoder
@@ -325,24 +327,57 @@ def _reject_row(rejected: Rejected) -> dict[str, Any]:
     return row
 
 
+def decode_task(
+    format_id: str,
+    options: dict[str, str],
+    state_path: str | None,
+    out: str,
+    items: list[tuple[int, int, str, str, int | None]],
+) -> dict[str, int]:
+    """One decode task over pieces ``(idx, start, name, path, end)``, in file order (a Spark task, a
+    local process or the driver run the same)."""
+    items = sorted(items)
+    part = f"{items[0][0]:06d}-{items[0][1]:012d}"  # the task's first piece: the same on a retry
+    ordered = [(n, p, s, e) for _, s, n, p, e in items]
+    return decode_to_files(format_id, options, ordered, state_path, out, part)
+
+
+def slices_of(pieces: list, slices: int) -> list[list]:
+    """``pieces`` cut into ``slices`` contiguous runs, as ``SparkContext.parallelize`` cuts a list: every
+    piece of a file in one task unless the file itself was cut."""
+    n = len(pieces)
+    return [pieces[i * n // slices : (i + 1) * n // slices] for i in range(slices)]
+
+
+def local_cores(spark) -> int | None:
+    """The cores of a local-mode application (its executor is this machine's processes), else None."""
+    master = spark.sparkContext.master
+    return spark.sparkContext.defaultParallelism if master == "local" or master.startswith("local[") else None
+
+
 def run(spark, batch_dir: str | Path) -> dict[str, Any]:
-    """Decode every file of the batch; write ``decoded/`` and the decode report."""
+    """Decode every file of the batch; write ``decoded/`` and the decode report.
+
+    Where the tasks run (``runner`` in the report): a small batch in the driver, one task; in local
+    mode, a pool of local processes, one per core; else a Spark job, whose tasks a cluster spreads
+    over its executors (docs/decisions.md, "Local mode decodes in processes, not a Spark job").
+    """
     batch_dir = Path(batch_dir)
     manifest = read_manifest(batch_dir)
     format_id, options = manifest.format, dict(manifest.options)
     files = [(i, f.name, f.path) for i, f in enumerate(manifest.files)]
     out = batch_dir / "decoded"
     if not files:
-        report = {"files": 0, "events": 0, "rejected": 0, "skipped": 0, "tasks": 0}
+        report = {"files": 0, "events": 0, "rejected": 0, "skipped": 0, "tasks": 0, "runner": "driver"}
         write_report(batch_dir, "decode", report)
         return report
 
-    def task(items: list[tuple[int, int, str, str, int | None]]) -> dict[str, int]:
-        """One decode task over pieces ``(idx, start, name, path, end)``, in file order."""
-        items = sorted(items)
-        part = f"{items[0][0]:06d}-{items[0][1]:012d}"  # the task's first piece: the same on a retry
-        ordered = [(n, p, s, e) for _, s, n, p, e in items]
-        return decode_to_files(format_id, options, ordered, state_path, str(out), part)
+    state_path = None
+    starts = piece_test(format_id, options)
+    if get_decoder(format_id, Options(options)).stateful:
+        starts = None  # one decoder sees every file of the batch, whole and in order
+        state_path = str(batch_dir.parent / "_decoder_state" / f"{format_id}.json")
+    task = functools.partial(decode_task, format_id, options, state_path, str(out))
 
     def decode_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         items = []
@@ -352,25 +387,31 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
         if items:
             yield pa.RecordBatch.from_pylist([{"kind": k, "count": n} for k, n in task(items).items()])
 
-    state_path = None
-    starts = piece_test(format_id, options)
-    if get_decoder(format_id, Options(options)).stateful:
-        starts = None  # one decoder sees every file of the batch, whole and in order
-        state_path = str(batch_dir.parent / "_decoder_state" / f"{format_id}.json")
     pieces = [(i, start, name, path, end) for i, name, path in files for start, end in file_pieces(path, starts)]
     shutil.rmtree(out, ignore_errors=True)  # a re-run replaces the whole output
     counts = {"event": 0, "rejected": 0, "skipped": 0}
-    if sum(f.size for f in manifest.files) <= Settings.from_env().driver_decode_bytes:
-        # a small batch: the job's task function, here, as one task (no job, no Python worker to start)
-        slices = 0
+    settings = Settings.from_env()
+    cores = local_cores(spark) if settings.local_decode else None
+    if sum(f.size for f in manifest.files) <= settings.driver_decode_bytes or (cores and state_path):
+        # a small batch (or a stateful format's one task, here in local mode): the job's task function,
+        # here, as one task (no job, no Python worker to start)
+        slices, runner = 0, "driver"
         counts.update(task(pieces))
     else:
-        slices = 1 if state_path else max(1, min(len(pieces), spark.sparkContext.defaultParallelism * 2))
-        # contiguous slices of the ordered list: every piece of a file in one task unless it was cut
-        rows = spark.sparkContext.parallelize(pieces, slices)
-        frame = spark.createDataFrame(rows, "idx int, start bigint, name string, path string, end bigint")
-        for r in frame.mapInArrow(decode_partition, "kind string, count bigint").collect():
-            counts[r["kind"]] += r["count"]
+        slices = 1 if state_path else max(1, min(len(pieces), (cores or spark.sparkContext.defaultParallelism) * 2))
+        if cores:  # no Spark job: its Python workers' and Arrow's start-up cost seconds per application
+            runner = "processes"
+            args = {"format_id": format_id, "options": options, "state_path": state_path, "out": str(out)}
+            for done in run_tasks(args, slices_of(pieces, slices), cores):
+                for kind, n in done.items():
+                    counts[kind] += n
+        else:
+            runner = "spark"
+            # contiguous slices of the ordered list: every piece of a file in one task unless it was cut
+            rows = spark.sparkContext.parallelize(pieces, slices)
+            frame = spark.createDataFrame(rows, "idx int, start bigint, name string, path string, end bigint")
+            for r in frame.mapInArrow(decode_partition, "kind string, count bigint").collect():
+                counts[r["kind"]] += r["count"]
     report = {
         "files": len(files),
         "events": counts["event"],
@@ -378,6 +419,7 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
         "skipped": counts["skipped"],
         "tasks": slices,
         "pieces": len(pieces),
+        "runner": runner,
     }
     write_report(batch_dir, "decode", report)
     return report

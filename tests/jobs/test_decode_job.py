@@ -1,5 +1,5 @@
-"""The decode job (cdclake.jobs.decode.run): a small batch decodes in the driver, by the task function the
-Spark job runs, and writes what the job writes."""
+"""The decode job (cdclake.jobs.decode.run): a small batch decodes in the driver, a larger one in local mode
+in a pool of local processes, by the task function the Spark job runs, and each writes what the job writes."""
 
 from __future__ import annotations
 
@@ -12,8 +12,6 @@ import pytest
 from cdclake.batch import Manifest
 from cdclake.jobs import decode
 from cdclake.staging import stage_files
-
-pytestmark = pytest.mark.spark
 
 
 def gg(op: str, pos: int, after: dict) -> str:
@@ -33,23 +31,36 @@ def decoded_rows(batch_dir: Path) -> list[dict]:
     return sorted(table.to_pylist(), key=lambda r: (str(r["kind"]), r["source_file"], r["source_offset"]))
 
 
-def test_a_small_batch_decodes_in_the_driver_as_the_spark_job_would(spark, tmp_path, monkeypatch):
+@pytest.mark.spark
+def test_every_runner_decodes_a_batch_as_the_spark_job_would(spark, tmp_path, monkeypatch):
     first = tmp_path / "f1.json"
     first.write_text("\n".join([gg("I", 1, {"id": 1, "v": "a"}), "{not json", gg("U", 2, {"id": 1, "v": "b"})]) + "\n")
     second = tmp_path / "f2.json"
     second.write_text(gg("I", 3, {"id": 2, "v": "c"}) + "\n")
     reports, rows = {}, {}
-    for path, limit in (("driver", str(4 * 2**20)), ("job", "0")):
+    # (runner, driver bound, local decode)
+    for runner, limit, local in (("driver", str(4 * 2**20), "1"), ("processes", "0", "1"), ("spark", "0", "0")):
         monkeypatch.setenv("CDCLAKE_DRIVER_DECODE_BYTES", limit)
-        batch_dir = staged_batch(tmp_path / path, [first, second])
-        reports[path] = decode.run(spark, batch_dir)
-        rows[path] = decoded_rows(batch_dir)
-    assert reports["driver"]["tasks"] == 0 and reports["job"]["tasks"] >= 1  # 0: in the driver, no Spark job
-    assert {k: v for k, v in reports["driver"].items() if k != "tasks"} == {
-        k: v for k, v in reports["job"].items() if k != "tasks"
-    }
+        monkeypatch.setenv("CDCLAKE_LOCAL_DECODE", local)
+        batch_dir = staged_batch(tmp_path / runner, [first, second])
+        reports[runner] = decode.run(spark, batch_dir)
+        rows[runner] = decoded_rows(batch_dir)
+    assert {r: report["runner"] for r, report in reports.items()} == {r: r for r in reports}
+    assert reports["driver"]["tasks"] == 0  # in the driver, no Spark job
+    assert reports["processes"]["tasks"] == reports["spark"]["tasks"] == 2  # one file per task, a file per task
+    same = [{k: v for k, v in report.items() if k not in ("tasks", "runner")} for report in reports.values()]
+    assert same[0] == same[1] == same[2]
     assert (reports["driver"]["events"], reports["driver"]["rejected"]) == (3, 1)
-    assert rows["driver"] == rows["job"]
+    assert rows["driver"] == rows["spark"] and rows["processes"] == rows["spark"]
+    assert len(list((tmp_path / "processes" / "b1" / "decoded" / "kind=event").glob("part-*.parquet"))) == 2
     rejected = [r for r in rows["driver"] if str(r["kind"]) == "rejected"]
     assert rejected[0]["source_file"].endswith("f1.json") and rejected[0]["source_offset"] > 0
     assert rejected[0]["error"]  # quarantined with its place and why
+
+
+def test_slices_are_contiguous_balanced_runs():
+    pieces = list(range(10))
+    for n in (1, 3, 4, 10):
+        slices = decode.slices_of(pieces, n)
+        assert len(slices) == n and [p for part in slices for p in part] == pieces  # in order, each once
+        assert max(map(len, slices)) - min(map(len, slices)) <= 1
