@@ -11,6 +11,7 @@ import pytest
 
 from cdclake.batch import Manifest
 from cdclake.jobs import decode
+from cdclake.jobs.decode_processes import run_tasks
 from cdclake.staging import stage_files
 
 
@@ -64,3 +65,20 @@ def test_slices_are_contiguous_balanced_runs():
         slices = decode.slices_of(pieces, n)
         assert len(slices) == n and [p for part in slices for p in part] == pieces  # in order, each once
         assert max(map(len, slices)) - min(map(len, slices)) <= 1
+
+
+def test_a_task_that_fails_in_its_local_process_fails_the_call_with_its_traceback(tmp_path):
+    args = {"format_id": "no-such-format", "options": {}, "state_path": None, "out": str(tmp_path)}
+    with pytest.raises(RuntimeError, match=r"(?s)failed in its local process.*no-such-format"):
+        run_tasks(args, [[(0, 0, "f", str(tmp_path / "f"), None)]], 2)
+
+
+def test_local_processes_answer_in_slice_order(tmp_path):
+    files = []
+    for i in range(5):
+        path = tmp_path / f"f{i}.json"
+        path.write_text("\n".join(gg("I", i * 10 + j, {"id": i * 10 + j}) for j in range(i + 1)) + "\n")
+        files.append((i, 0, path.name, str(path), None))
+    args = {"format_id": "goldengate-json", "options": {}, "state_path": None, "out": str(tmp_path / "out")}
+    counts = run_tasks(args, [[f] for f in files], 2)
+    assert [c["event"] for c in counts] == [1, 2, 3, 4, 5]
