@@ -14,8 +14,11 @@
 - :mod:`~cdclake.compaction.publish`: how Spark's fold is committed (validated overwrite, branch + fast-forward);
 - :mod:`~cdclake.compaction.lineage`: what ``main``'s history says (committed batches and their counts);
 - :mod:`~cdclake.compaction.switches`: the settings it reads at each table (bounds, switches);
-- :mod:`~cdclake.compaction.table`: the procedure for one table (route, log, affected keys, fold, commit),
-  with its retries;
+- :mod:`~cdclake.compaction.table`: one table's merge, step by step, with its retries; each step in its room:
+  :mod:`~cdclake.compaction.batch_rows` (the batch routed into change-log rows, appended once),
+  :mod:`~cdclake.compaction.affected` (which keys and buckets the merge touches, row state, linked keys),
+  :mod:`~cdclake.compaction.driver_merge` (the fold in the driver, when its inputs fit its bounds),
+  :mod:`~cdclake.compaction.commit` (the fold committed: row delta, MERGE, or bucket overwrite; SCD2 history);
 - :mod:`~cdclake.compaction.runner`: every table of a batch in one Spark application, several at once.
 
 ``cdclake.merge`` is the reference model of the semantics (DESIGN.md section 4).
