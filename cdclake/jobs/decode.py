@@ -42,6 +42,8 @@ CHUNK_ROWS = 8192
 GC_THRESHOLD = 50_000
 #: Quarantined raw bytes are capped; the source file and offset locate the rest.
 MAX_RAW_BYTES = 1 << 20
+#: Decode tasks per core in local processes (smaller tasks balance unequal files across the cores).
+PROCESS_TASKS_PER_CORE = 4
 #: Files larger than this are decoded in pieces of about this size (formats of :func:`piece_test`).
 PIECE_BYTES = 64 * 1024**2
 #: How far past a piece's nominal end a record start is looked for before the rest stays whole.
@@ -398,7 +400,10 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
         slices, runner = 0, "driver"
         counts.update(task(pieces))
     else:
-        slices = 1 if state_path else max(1, min(len(pieces), (cores or spark.sparkContext.defaultParallelism) * 2))
+        # tasks per core: Spark's two; the local processes take four smaller ones, handed out as they free up,
+        # so that unequal slices (10 files in 4 slices: 2, 3, 2, 3) do not leave a core idle at the end
+        tasks = cores * PROCESS_TASKS_PER_CORE if cores else spark.sparkContext.defaultParallelism * 2
+        slices = 1 if state_path else max(1, min(len(pieces), tasks))
         if cores:  # no Spark job: its Python workers' and Arrow's start-up cost seconds per application
             runner = "processes"
             args = {"format_id": format_id, "options": options, "state_path": state_path, "out": str(out)}

@@ -48,7 +48,7 @@ def test_every_runner_decodes_a_batch_as_the_spark_job_would(spark, tmp_path, mo
         rows[runner] = decoded_rows(batch_dir)
     assert {r: report["runner"] for r, report in reports.items()} == {r: r for r in reports}
     assert reports["driver"]["tasks"] == 0  # in the driver, no Spark job
-    assert reports["processes"]["tasks"] == reports["spark"]["tasks"] == 2  # one file per task, a file per task
+    assert reports["processes"]["tasks"] == reports["spark"]["tasks"] == 2  # one file per task
     same = [{k: v for k, v in report.items() if k not in ("tasks", "runner")} for report in reports.values()]
     assert same[0] == same[1] == same[2]
     assert (reports["driver"]["events"], reports["driver"]["rejected"]) == (3, 1)
