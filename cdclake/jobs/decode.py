@@ -42,8 +42,10 @@ CHUNK_ROWS = 8192
 GC_THRESHOLD = 50_000
 #: Quarantined raw bytes are capped; the source file and offset locate the rest.
 MAX_RAW_BYTES = 1 << 20
-#: Decode tasks per core in local processes (smaller tasks balance unequal files across the cores).
-PROCESS_TASKS_PER_CORE = 4
+#: Decode tasks per core in local processes (small tasks of even bytes balance unequal files and pieces) ...
+PROCESS_TASKS_PER_CORE = 8
+#: ... each of at least this many bytes (many small files: fewer decoded files for normalize to read).
+PROCESS_TASK_MIN_BYTES = 4 * 2**20
 #: Files larger than this are decoded in pieces of about this size (formats of :func:`piece_test`).
 PIECE_BYTES = 64 * 1024**2
 #: How far past a piece's nominal end a record start is looked for before the rest stays whole.
@@ -344,11 +346,26 @@ def decode_task(
     return decode_to_files(format_id, options, ordered, state_path, out, part)
 
 
-def slices_of(pieces: list, slices: int) -> list[list]:
-    """``pieces`` cut into ``slices`` contiguous runs, as ``SparkContext.parallelize`` cuts a list: every
-    piece of a file in one task unless the file itself was cut."""
-    n = len(pieces)
-    return [pieces[i * n // slices : (i + 1) * n // slices] for i in range(slices)]
+def byte_slices(pieces: list, sizes: dict[int, int], slices: int, min_bytes: int) -> list[list]:
+    """``pieces`` (``(idx, start, name, path, end)``, in order) in contiguous runs of about ``1/slices`` of
+    their bytes each, and at least ``min_bytes``: a run closes before a piece would take it past that (a
+    piece is never split). ``sizes``: each file's size by ``idx``, for its pieces read to the end."""
+
+    def size(piece: tuple) -> int:
+        idx, start, _, _, end = piece
+        return (sizes[idx] if end is None else end) - start
+
+    target = max(min_bytes, sum(size(p) for p in pieces) // max(1, slices))
+    runs: list[list] = []
+    run: list = []
+    run_bytes = 0
+    for piece in pieces:
+        if run and run_bytes + size(piece) > target:
+            runs.append(run)
+            run, run_bytes = [], 0
+        run.append(piece)
+        run_bytes += size(piece)
+    return [*runs, run] if run else runs
 
 
 def local_cores(spark) -> int | None:
@@ -400,14 +417,16 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
         slices, runner = 0, "driver"
         counts.update(task(pieces))
     else:
-        # tasks per core: Spark's two; the local processes take four smaller ones, handed out as they free up,
-        # so that unequal slices (10 files in 4 slices: 2, 3, 2, 3) do not leave a core idle at the end
-        tasks = cores * PROCESS_TASKS_PER_CORE if cores else spark.sparkContext.defaultParallelism * 2
-        slices = 1 if state_path else max(1, min(len(pieces), tasks))
+        slices = 1 if state_path else max(1, min(len(pieces), spark.sparkContext.defaultParallelism * 2))
         if cores:  # no Spark job: its Python workers' and Arrow's start-up cost seconds per application
             runner = "processes"
+            # small tasks of even bytes, handed out as processes free up: a 68 MB file is cut into 64 + 4 MB
+            # pieces, and count-even slices of them left one core with twice the other's bytes
+            sizes = {i: f.size for i, f in enumerate(manifest.files)}
+            runs = byte_slices(pieces, sizes, cores * PROCESS_TASKS_PER_CORE, PROCESS_TASK_MIN_BYTES)
+            slices = len(runs)
             args = {"format_id": format_id, "options": options, "state_path": state_path, "out": str(out)}
-            for done in run_tasks(args, slices_of(pieces, slices), cores):
+            for done in run_tasks(args, runs, cores):
                 for kind, n in done.items():
                     counts[kind] += n
         else:

@@ -43,6 +43,7 @@ def test_every_runner_decodes_a_batch_as_the_spark_job_would(spark, tmp_path, mo
     for runner, limit, local in (("driver", str(4 * 2**20), "1"), ("processes", "0", "1"), ("spark", "0", "0")):
         monkeypatch.setenv("CDCLAKE_DRIVER_DECODE_BYTES", limit)
         monkeypatch.setenv("CDCLAKE_LOCAL_DECODE", local)
+        monkeypatch.setattr(decode, "PROCESS_TASK_MIN_BYTES", 1)  # a task per file, as the job's
         batch_dir = staged_batch(tmp_path / runner, [first, second])
         reports[runner] = decode.run(spark, batch_dir)
         rows[runner] = decoded_rows(batch_dir)
@@ -59,12 +60,15 @@ def test_every_runner_decodes_a_batch_as_the_spark_job_would(spark, tmp_path, mo
     assert rejected[0]["error"]  # quarantined with its place and why
 
 
-def test_slices_are_contiguous_balanced_runs():
-    pieces = list(range(10))
-    for n in (1, 3, 4, 10):
-        slices = decode.slices_of(pieces, n)
-        assert len(slices) == n and [p for part in slices for p in part] == pieces  # in order, each once
-        assert max(map(len, slices)) - min(map(len, slices)) <= 1
+def test_byte_slices_are_contiguous_runs_of_even_bytes():
+    sizes = {0: 68, 1: 68, 2: 10}
+    pieces = [(0, 0, "a", "a", 64), (0, 64, "a", "a", None), (1, 0, "b", "b", 64), (1, 64, "b", "b", None)]
+    pieces.append((2, 0, "c", "c", None))
+    runs = decode.byte_slices(pieces, sizes, 4, 1)  # 146 bytes: about 36 per run, a piece never split
+    assert [p for run in runs for p in run] == pieces  # in order, each once
+    assert [[p[:2] for p in run] for run in runs] == [[(0, 0)], [(0, 64)], [(1, 0)], [(1, 64), (2, 0)]]
+    assert decode.byte_slices(pieces, sizes, 4, 200) == [pieces]  # the minimum keeps small batches whole
+    assert decode.byte_slices([], sizes, 4, 1) == []
 
 
 def test_a_task_that_fails_in_its_local_process_fails_the_call_with_its_traceback(tmp_path):
