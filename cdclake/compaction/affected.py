@@ -99,9 +99,16 @@ class Affected:
 
 
 def find_affected(
-    spark, target: Target, batch: RoutedBatch, batch_id: str, full_refresh: bool, main_done: bool
+    spark,
+    target: Target,
+    batch: RoutedBatch,
+    batch_id: str,
+    full_refresh: bool,
+    main_done: bool,
+    row_state: bool = True,
 ) -> Affected:
-    """The keys and buckets the batch's merge touches (see the module docstring)."""
+    """The keys and buckets the batch's merge touches (see the module docstring); ``row_state`` False: no key
+    folds onto its row (every key refolds from its log, its linked keys searched)."""
     from pyspark.sql import functions as F
 
     name, log_name, buckets, limit = target.name, target.log_name, target.buckets, batch.limit
@@ -140,6 +147,7 @@ def find_affected(
         and not main_done
         and read_snapshot is not None
         and not target.scd2
+        and row_state
         and row_state_enabled()
     ):
         _fold_onto_rows(spark, target, batch, affected)

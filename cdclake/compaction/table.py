@@ -110,13 +110,16 @@ def compact_table(
     affected = find_affected(spark, target, batch, batch_id, full_refresh, main_done)
     if not affected.buckets:
         return {"status": "no-change", "applied": 0, "stale": 0, "quarantined": batch.quarantined}
-    if affected.full or affected.read_snapshot is None or main_done:
-        mode, rewrite_buckets = OVERWRITE, affected.buckets
-    else:
-        summary = _head_summary(spark, name)
-        mode, rewrite_buckets = _choose_mode(spark, name, affected.props, affected.buckets, buckets, summary)
+    mode, rewrite_buckets = _mode(spark, target, affected, main_done)
     # 3. the fold: in the driver when its inputs are small (known after one bounded read each), else on workers
-    folded = _fold(spark, batch_dir, batch_id, layout, target, batch, affected, mode, rewrite_buckets, main_done)
+    folded = _fold_in_driver(spark, batch_id, target, batch, affected, mode, rewrite_buckets, main_done)
+    if folded is None and affected.in_order:
+        # the driver's bounds do not hold the other keys' logs: the workers refold every key from its log,
+        # those row state would have folded onto their rows too (their linked keys searched as well)
+        affected = find_affected(spark, target, batch, batch_id, full_refresh, main_done, row_state=False)
+        mode, rewrite_buckets = _mode(spark, target, affected, main_done)
+    if folded is None:
+        folded = _fold_on_workers_of(spark, batch_dir, batch_id, layout, target, affected, mode, rewrite_buckets)
     fold = "driver" if folded.in_driver else "workers"
     if affected.in_order:
         fold += f", {len(affected.in_order)} keys onto their rows"
@@ -151,20 +154,16 @@ def compact_table(
     return _report(spark, target, batch, folded, mode, rewrite_buckets, fold)
 
 
-def _fold(
-    spark,
-    batch_dir: Path,
-    batch_id: str,
-    layout: dict[str, Any],
-    target: Target,
-    batch: RoutedBatch,
-    affected: Affected,
-    mode: str,
-    rewrite_buckets: list[int],
-    main_done: bool,
-) -> Folded:
-    """The batch folded in the driver when it can be, else on the workers."""
-    fold_args = {
+def _mode(spark, target: Target, affected: Affected, main_done: bool) -> tuple[str, list[int]]:
+    """Merge-on-read or bucket overwrite, and the buckets rewritten (``strategy``)."""
+    if affected.full or affected.read_snapshot is None or main_done:
+        return OVERWRITE, affected.buckets
+    summary = _head_summary(spark, target.name)
+    return _choose_mode(spark, target.name, affected.props, affected.buckets, target.buckets, summary)
+
+
+def _fold_args(batch_id: str, target: Target, affected: Affected) -> dict[str, Any]:
+    return {
         "keys": target.keys,
         "columns": target.columns,
         "batch_id": batch_id,
@@ -172,10 +171,36 @@ def _fold(
         "truncate_seq": affected.truncate_seq,
         "cmap": target.cmap,
     }
-    if batch.in_driver:
-        folded = fold_in_driver(spark, target, batch, affected, mode, rewrite_buckets, fold_args, main_done)
-        if folded is not None:
-            return folded
+
+
+def _fold_in_driver(
+    spark,
+    batch_id: str,
+    target: Target,
+    batch: RoutedBatch,
+    affected: Affected,
+    mode: str,
+    rewrite_buckets: list[int],
+    main_done: bool,
+) -> Folded | None:
+    """The batch folded in the driver when it was routed there and its inputs fit (else None)."""
+    if not batch.in_driver:
+        return None
+    fold_args = _fold_args(batch_id, target, affected)
+    return fold_in_driver(spark, target, batch, affected, mode, rewrite_buckets, fold_args, main_done)
+
+
+def _fold_on_workers_of(
+    spark,
+    batch_dir: Path,
+    batch_id: str,
+    layout: dict[str, Any],
+    target: Target,
+    affected: Affected,
+    mode: str,
+    rewrite_buckets: list[int],
+) -> Folded:
+    """The batch folded on the workers (``spark_fold``)."""
     source, merge_buckets, stats, part_of, ev_parted = _fold_on_workers(
         spark,
         target.name,
@@ -184,7 +209,7 @@ def _fold(
         affected.log_events_frame(spark, target.buckets),
         mode,
         rewrite_buckets,
-        fold_args,
+        _fold_args(batch_id, target, affected),
         affected.link_pairs,
         affected.keyed,
         has_rows=affected.read_snapshot is not None,

@@ -483,3 +483,23 @@ def test_qlik_trailing_transaction_is_held_until_its_end_arrives(spark, warehous
         (2, "b", "2.00"),
         (3, "c", "3.00"),
     ]
+
+
+def test_in_order_keys_land_when_a_late_key_of_the_batch_sends_the_fold_to_the_workers(
+    spark, warehouse, tmp_path, monkeypatch
+):
+    """Key 2's update follows its row (row state: folded onto it); key 1's late event has more logged events
+    behind it than the driver fold's bound, so the batch is folded on the workers: key 2 must be folded there
+    too, not left out."""
+    monkeypatch.setenv("CDCLAKE_DRIVER_FOLD_ROWS", "4")
+    t = "PIPE.LATE_BEHIND_BOUND"
+    seed = [gg(t, "I", 10, after={"id": 1, "v": "v10"}), gg(t, "I", 11, after={"id": 2, "v": "a"})]
+    seed += [gg(t, "U", 10 + i, before={"id": 1}, after={"id": 1, "v": f"v{10 + i}"}) for i in range(2, 12)]
+    apply(spark, warehouse, [write(tmp_path / "s1.json", seed)], keys="id")
+    batch = [
+        gg(t, "U", 100, before={"id": 2}, after={"id": 2, "v": "b"}),  # after its row: onto the row
+        gg(t, "U", 5, before={"id": 1}, after={"id": 1, "v": "late"}),  # older than every logged event of key 1
+    ]
+    r = apply(spark, warehouse, [write(tmp_path / "s2.json", batch)], keys="id")
+    assert r["tables"][t]["fold"].startswith("workers"), r["tables"][t]
+    assert read_rows(warehouse, t) == [{"id": 1, "v": "v21"}, {"id": 2, "v": "b"}]
