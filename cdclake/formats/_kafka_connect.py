@@ -222,11 +222,21 @@ _MEMO: dict[tuple[str, bytes], Any] = {}
 _MEMO_ENTRIES = 4096
 
 
+#: ... and by the schema object itself: the JSON scanner hands every record that repeats a schema
+#: block's text the same parsed value (:class:`~cdclake.formats._json.JsonScanner`), so most
+#: look-ups need not even write the schema out. Entries hold their schema, so an id is not reused.
+_BY_OBJECT: dict[tuple[str, int], tuple[Any, Any]] = {}
+_BY_OBJECT_ENTRIES = 64
+
+
 def _memoized(kind: str, compute: Any, schema: Any) -> Any:
     """``compute(schema)``, cached by the schema's exact JSON text (orjson, one C call); schemas
     orjson cannot write (numbers read as Decimal) are computed every time."""
     if not isinstance(schema, dict):
         return compute(schema)
+    same = _BY_OBJECT.get((kind, id(schema)))
+    if same is not None and same[0] is schema:
+        return same[1]
     try:
         key = (kind, orjson.dumps(schema))
     except (TypeError, orjson.JSONEncodeError):
@@ -236,6 +246,9 @@ def _memoized(kind: str, compute: Any, schema: Any) -> Any:
         if len(_MEMO) >= _MEMO_ENTRIES:
             _MEMO.clear()
         found = _MEMO[key] = compute(schema)
+    if len(_BY_OBJECT) >= _BY_OBJECT_ENTRIES:
+        _BY_OBJECT.clear()
+    _BY_OBJECT[(kind, id(schema))] = (schema, found)
     return found
 
 
@@ -261,9 +274,43 @@ def schema_columns(struct_schema: Any) -> list[tuple[str, str | None]] | None:
 
 
 def convert_row(row: dict[str, Any], struct_schema: Any) -> dict[str, Any]:
-    """A row image converted column by column (columns without a field schema kept as parsed)."""
-    fields = struct_fields(struct_schema) or {}
-    return {name: convert_value(value, fields.get(name), name) for name, value in row.items()}
+    """A row image converted column by column (columns without a field schema kept as parsed).
+
+    A value that is already its field's canonical value (a JSON integer of an ``int64`` field,
+    a string of a plain ``string`` field: :func:`_kept_types`) is kept without a call; the rest,
+    wrong types included, go through :func:`convert_value`.
+    """
+    fields, kept = _memoized("row", _row_plan, struct_schema)
+    out = {}
+    for name, value in row.items():
+        out[name] = (
+            value
+            if value is None or type(value) in kept.get(name, ())
+            else convert_value(value, fields.get(name), name)
+        )
+    return out
+
+
+def _row_plan(struct_schema: Any) -> tuple[dict[str, dict[str, Any]], dict[str, tuple[type, ...]]]:
+    fields = _struct_fields(struct_schema) or {}
+    return fields, {name: kept for name, spec in fields.items() if (kept := _kept_types(spec))}
+
+
+def _kept_types(schema: dict[str, Any]) -> tuple[type, ...]:
+    """Python types (exactly, so ``bool`` is not an ``int``) :func:`_convert` returns unchanged
+    for this field schema; () when every value must be converted."""
+    if schema.get("name") is not None:
+        return ()
+    kind = schema.get("type")
+    if kind in _INT_TYPES:
+        return (int,)
+    if kind in _FLOAT_TYPES:
+        return (int, Decimal)
+    if kind == "boolean":
+        return (bool,)
+    if kind == "string" and not _source_decimal(schema):
+        return (str,)
+    return ()
 
 
 def convert_value(value: Any, schema: Any, column: str) -> Any:
