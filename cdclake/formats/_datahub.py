@@ -52,9 +52,10 @@ class _ByteOffsets:
     """Character positions of the decoded text -> byte offsets (forward only). Cheaper than
     :class:`~cdclake.formats._gg_common.ByteOffsets` for UTF-8 with ``surrogateescape``: one encode."""
 
-    def __init__(self, text: str, base: int, identity: bool) -> None:
+    def __init__(self, text: str, base: int, identity: bool, escapes: bool) -> None:
         self._text, self._identity = text, identity
         self._char, self._byte, self._base = 0, base, base
+        self.escapes = escapes
 
     def at(self, char_pos: int) -> int:
         if self._identity:
@@ -67,8 +68,11 @@ class _ByteOffsets:
 def scan_json(data: bytes, file: str) -> Iterator[JsonRecord | Rejected]:
     """JSON values of a UTF-8 file, in file order, or rejections of what is not JSON."""
     base = 3 if data.startswith(b"\xef\xbb\xbf") else 0
-    text = data[base:].decode("utf-8", "surrogateescape")
-    offsets = _ByteOffsets(text, base, identity=data.isascii())  # ASCII: no escapes, one byte a character
+    try:  # strict first (as fast): no escapes to look for when it succeeds
+        text, escapes = data[base:].decode("utf-8"), False
+    except UnicodeDecodeError:
+        text, escapes = data[base:].decode("utf-8", "surrogateescape"), True
+    offsets = _ByteOffsets(text, base, data.isascii(), escapes)  # ASCII: no escapes, one byte a character
     yield from scan_records(data, file, text, offsets, _FRAMING, JsonLimits(MAX_RECORD_BYTES, MAX_DEPTH, MAX_RAW_BYTES))
 
 

@@ -111,12 +111,28 @@ def is_ascii_compatible(codec: str) -> bool:
         return False
 
 
-class ByteOffsets:
-    """Maps increasing character positions of decoded text to byte offsets in the input."""
+def decode_escaping(data: bytes, codec: str) -> tuple[str, bool]:
+    """``data`` decoded, each undecodable byte escaped (:data:`ESCAPE_ERRORS`), and whether any was.
 
-    def __init__(self, text: str, codec: str, base: int, identity: bool) -> None:
+    A strict decode first (as fast, one C pass); the escaping one only when it fails. Knowing there
+    is no escape spares a scan of the whole text for one and a split of every record's text.
+    """
+    try:
+        return data.decode(codec), False
+    except UnicodeDecodeError:
+        return data.decode(codec, ESCAPE_ERRORS), True
+
+
+class ByteOffsets:
+    """Maps increasing character positions of decoded text to byte offsets in the input.
+
+    ``escapes``: whether the text may hold escaped bytes (False when :func:`decode_escaping` found none).
+    """
+
+    def __init__(self, text: str, codec: str, base: int, identity: bool, escapes: bool = True) -> None:
         self._text, self._base, self._identity = text, base, identity
         self.codec = codec
+        self.escapes = escapes
         self._encoder = codecs.getincrementalencoder(codec)()
         self._char, self._byte = 0, base
 
@@ -128,6 +144,10 @@ class ByteOffsets:
             self._encoder.reset()
             self._char, self._byte = 0, self._base
         chunk = self._text[self._char : char_pos]
+        if not self.escapes:
+            self._byte += len(self._encoder.encode(chunk))
+            self._char = char_pos
+            return self._byte
         for index, piece in enumerate(ESCAPED.split(chunk)):
             if index:
                 self._byte += 1  # one escaped (undecodable) byte

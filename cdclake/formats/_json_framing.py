@@ -29,6 +29,9 @@ _BLANKS = re.compile(r"[ \t\r\n\f\v]*")
 class ByteOffsetMap(Protocol):
     """Byte offset in the file of a character position of its decoded text (asked in growing order)."""
 
+    #: Whether the text may hold escaped (undecodable) bytes; False only when the decode found none.
+    escapes: bool
+
     def at(self, char_pos: int) -> int: ...
 
 
@@ -89,7 +92,7 @@ def scan_records(
     """The records of ``text`` (``data`` decoded), in file order, or the rejections of what is not one."""
     max_record_bytes, max_depth, max_raw_bytes = limits
     scanner = JsonScanner()  # exact numbers (NaN, Infinity too), repeated member names noticed
-    has_escapes = ESCAPED.search(text) is not None
+    has_escapes = offsets.escapes and ESCAPED.search(text) is not None
     pos, end_of_text = 0, len(text)
     while True:
         pos = framing.separators.match(text, pos).end()  # type: ignore[union-attr]  # always matches

@@ -229,7 +229,7 @@ _BY_OBJECT: dict[tuple[str, int], tuple[Any, Any]] = {}
 _BY_OBJECT_ENTRIES = 64
 
 
-def _memoized(kind: str, compute: Any, schema: Any) -> Any:
+def memoized(kind: str, compute: Any, schema: Any) -> Any:
     """``compute(schema)``, cached by the schema's exact JSON text (orjson, one C call); schemas
     orjson cannot write (numbers read as Decimal) are computed every time."""
     if not isinstance(schema, dict):
@@ -254,19 +254,19 @@ def _memoized(kind: str, compute: Any, schema: Any) -> Any:
 
 def struct_fields(schema: Any) -> dict[str, dict[str, Any]] | None:
     """Field name -> field schema of a ``struct`` schema; None when ``schema`` is not one."""
-    fields = _memoized("fields", _struct_fields, schema)
+    fields = memoized("fields", _struct_fields, schema)
     return None if fields is None else dict(fields)
 
 
 def column_types(struct_schema: Any) -> dict[str, str]:
     """:func:`column_type` of every field of a struct schema that has one."""
-    return dict(_memoized("types", _column_types, struct_schema))
+    return dict(memoized("types", _column_types, struct_schema))
 
 
 def schema_columns(struct_schema: Any) -> list[tuple[str, str | None]] | None:
     """Every field of a struct schema as (name, type or None), in field order (see
     :func:`_schema_columns`); None when ``struct_schema`` is not a struct with a ``fields`` list."""
-    columns = _memoized("columns", _schema_columns, struct_schema)
+    columns = memoized("columns", _schema_columns, struct_schema)
     return None if columns is None else list(columns)
 
 
@@ -280,7 +280,7 @@ def convert_row(row: dict[str, Any], struct_schema: Any) -> dict[str, Any]:
     a string of a plain ``string`` field: :func:`_kept_types`) is kept without a call; the rest,
     wrong types included, go through :func:`convert_value`.
     """
-    fields, kept = _memoized("row", _row_plan, struct_schema)
+    fields, kept = memoized("row", _row_plan, struct_schema)
     out = {}
     for name, value in row.items():
         out[name] = (
@@ -521,8 +521,7 @@ def unscaled_to_decimal(raw: bytes, scale: int) -> Decimal:
     if len(raw) > MAX_DECIMAL_BYTES:
         raise ConnectValueError(f"decimal value of {len(raw)} bytes is longer than {MAX_DECIMAL_BYTES}")
     unscaled = int.from_bytes(raw, "big", signed=True)
-    digits = tuple(int(d) for d in str(abs(unscaled)))
-    return Decimal((1 if unscaled < 0 else 0, digits, -scale))
+    return Decimal(f"{unscaled}E{-scale}")  # exact: a Decimal built from text is never rounded
 
 
 def encode_decimal(value: Decimal, scale: int) -> str:

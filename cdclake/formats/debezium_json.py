@@ -47,7 +47,7 @@ from typing import Any
 
 from cdclake.events import ChangeEvent, Rejected
 from cdclake.formats import _kafka_connect as kc
-from cdclake.formats._gg_common import ESCAPE_ERRORS, ESCAPED, ByteOffsets, schema_event_before
+from cdclake.formats._gg_common import ESCAPED, ByteOffsets, decode_escaping, schema_event_before
 from cdclake.formats._json import json_kind, truncation_hint
 from cdclake.formats._json_framing import JsonFraming, JsonLimits, JsonRecord, line_of, scan_records
 from cdclake.limits import MAX_JSON_DEPTH as MAX_DEPTH
@@ -108,11 +108,12 @@ class DebeziumJsonDecoder(Decoder):
     def decode(self, data: bytes, file: str) -> Iterator[ChangeEvent | Rejected]:
         """Events and rejected records of one landing file (already gunzipped), in file order."""
         self._pending_keys = None
-        text = data.decode("utf-8", ESCAPE_ERRORS)
+        text, escapes = decode_escaping(data, "utf-8")
         base = 0
         if text.startswith("\ufeff"):
             base, text = 3, text[1:]
-        offsets = ByteOffsets(text, "utf-8", base, identity=len(text) + base == len(data) and data.isascii())
+        identity = len(text) + base == len(data) and data.isascii()
+        offsets = ByteOffsets(text, "utf-8", base, identity, escapes)
         limits = JsonLimits(MAX_RECORD_BYTES, MAX_DEPTH, MAX_RAW_BYTES)
         for record in scan_records(data, file, text, offsets, _FRAMING, limits):
             if isinstance(record, Rejected):
@@ -307,6 +308,9 @@ class DebeziumJsonDecoder(Decoder):
         """The image without columns whose value is the unavailable-value placeholder (missing)."""
         if self.placeholder is None:
             return image
+        values = image.values()  # one C search each; most images hold no placeholder at all
+        if self.placeholder not in values and [self.placeholder] not in values and self._placeholder_b64 not in values:
+            return image
         out = {}
         for column, value in image.items():
             if value == self.placeholder or value == [self.placeholder]:
@@ -402,13 +406,25 @@ def _schema_columns(
     the table; a struct that misses one is not a full list, and diffing against it would drop
     the missing column from the lake table.
     """
-    columns = kc.schema_columns(envelope_fields.get("after")) or kc.schema_columns(envelope_fields.get("before"))
-    if not columns or not all(_column_name(n) for n, _ in columns):
+    listed = kc.memoized("listed", _listed_columns, envelope_fields.get("after")) or kc.memoized(
+        "listed", _listed_columns, envelope_fields.get("before")
+    )
+    if not listed:
         return None
-    names = {n for n, _ in columns}
-    if any(c not in names for image in (before, after) if image for c in image):
+    columns, names = listed
+    if names is None or any(image and not names.issuperset(image) for image in (before, after)):
         return None
-    return columns
+    return list(columns)
+
+
+def _listed_columns(struct_schema: Any) -> tuple[list[tuple[str, str | None]], frozenset[str] | None] | None:
+    """A value schema's columns and their names (None: one cannot name a column); None: no list.
+    Worked out once per schema (:func:`~cdclake.formats._kafka_connect.memoized`)."""
+    columns = kc.schema_columns(struct_schema)
+    if not columns:
+        return None
+    names = frozenset(n for n, _ in columns) if all(_column_name(n) for n, _ in columns) else None
+    return columns, names
 
 
 def _hbase_image(image: dict[str, Any], auto: bool) -> dict[str, Any]:

@@ -30,11 +30,11 @@ from typing import Any
 
 from cdclake.events import ChangeEvent, Rejected
 from cdclake.formats._gg_common import (
-    ESCAPE_ERRORS,
     ESCAPED,
     OP_OPTIONS,
     ByteOffsets,
     OpKeys,
+    decode_escaping,
     op_and_order,
     python_codec,
     schema_event_before,
@@ -110,12 +110,13 @@ class GoldenGateJsonDecoder(Decoder):
     def decode(self, data: bytes, file: str) -> Iterator[ChangeEvent | Rejected]:
         """Events and rejected records of one landing file (already gunzipped), in file order."""
         codec = self._codec_for(data)
-        text = data.decode(codec, ESCAPE_ERRORS)
+        text, escapes = decode_escaping(data, codec)
         base = 0
         if text.startswith("\ufeff"):  # byte order mark
             base = len("\ufeff".encode(codec))
             text = text[1:]
-        offsets = ByteOffsets(text, codec, base, identity=len(text) + base == len(data) and data.isascii())
+        identity = len(text) + base == len(data) and data.isascii()
+        offsets = ByteOffsets(text, codec, base, identity, escapes)
         limits = JsonLimits(MAX_RECORD_BYTES, MAX_DEPTH, MAX_RAW_BYTES)
         for record in scan_records(data, file, text, offsets, self._framing, limits):
             if isinstance(record, Rejected):

@@ -1004,6 +1004,14 @@ def test_non_ascii_offsets_and_invalid_utf8():
     assert items[2].source.offset == len(a) + len(bad) + 2
 
 
+def test_non_ascii_offsets_of_valid_utf8():
+    # no undecodable byte: the offsets are counted without looking for escapes (decode_escaping)
+    records = [line(payload(after={"id": i, "name": "Müller 日本 😀" * i})) for i in range(1, 4)]
+    data = b"\n".join(records)
+    items = decode(data)
+    assert [i.source.offset for i in items] == [data.index(r) for r in records]
+
+
 def test_deep_nesting_and_size_limit(monkeypatch):
     good = line(payload())
     deep = b'{"op":"c","after":{"x":' + b"[" * 600 + b"]" * 600 + b"}}"
