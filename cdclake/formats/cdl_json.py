@@ -44,6 +44,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from cdclake.events import ChangeEvent, Rejected, format_ts
+from cdclake.formats import _kafka_connect as kc
 from cdclake.formats._datahub import (
     JsonRecord,
     RecordError,
@@ -164,22 +165,23 @@ class CdlJsonDecoder(Decoder):
             raise RecordError(f"unique must be a JSON object of key columns, not a JSON {json_kind(unique)}")
         keys = self.keys or (list(unique) if unique else None)
 
-        fields = _schema_fields(schema)
-        hints: dict[str, str] = {}
+        fields, kept, hints = kc.memoized("cdl-plan", _schema_plan, schema)
         images: dict[str, dict[str, Any] | None] = {}
         for member in ("before", "data"):
             image = payload.get(member)
             if image is not None and not isinstance(image, dict):
                 raise RecordError(f"{member} must be a JSON object of column values, not a JSON {json_kind(image)}")
-            specs = fields.get(member, {})
             if image is not None:
-                image = {col: _value(col, member, specs.get(col), value) for col, value in image.items()}
-            for col, spec in specs.items():
-                hint = _hint(spec)
-                if hint:
-                    hints.setdefault(col, hint)
+                specs, plain = fields.get(member, {}), kept.get(member, {})
+                image = {
+                    col: value
+                    if value is None or type(value) in plain.get(col, ())
+                    else _value(col, member, specs.get(col), value)
+                    for col, value in image.items()
+                }
             images[member] = image
         before, after = images["before"], images["data"]
+        hints = dict(hints)
 
         meta: dict[str, Any] = {"TIMESTAMP": payload.get("TIMESTAMP")}
         meta.update({k: payload[k] for k in _META_MEMBERS if payload.get(k) is not None})
@@ -292,6 +294,34 @@ def _schema_fields(schema: Any) -> dict[str, dict[str, dict[str, Any]]]:
     return result
 
 
+_Plan = tuple[dict[str, dict[str, dict[str, Any]]], dict[str, dict[str, tuple[type, ...]]], dict[str, str]]
+
+
+def _schema_plan(schema: Any) -> _Plan:
+    """What decoding a record needs of its schema, worked out once per schema (a CDL message repeats
+    it; :func:`~cdclake.formats._kafka_connect.memoized`): the field schemas of each image, the
+    Python types each field keeps unchanged (:func:`_kept_types`), the column type hints."""
+    fields = _schema_fields(schema)
+    kept = {m: {col: t for col, spec in specs.items() if (t := _kept_types(spec))} for m, specs in fields.items()}
+    hints: dict[str, str] = {}
+    for member in ("before", "data"):
+        for col, spec in fields.get(member, {}).items():
+            hint = _hint(spec)
+            if hint:
+                hints.setdefault(col, hint)
+    return fields, kept, hints
+
+
+def _kept_types(spec: dict[str, Any]) -> tuple[type, ...]:
+    """Python types (exactly: a ``bool`` is not an ``int``) :func:`_value` returns unchanged for a
+    field schema without a logical name; () when every value goes through it."""
+    if spec.get("name") is not None:
+        return ()
+    return {"boolean": (bool,), "string": (str,), "float32": (int, Decimal), "float64": (int, Decimal)}.get(
+        spec.get("type"), (int,) if spec.get("type") in _INT_TYPES else ()
+    )
+
+
 def _hint(spec: dict[str, Any]) -> str | None:
     """The column type a field schema states for certain (None: leave it to normalize)."""
     name = spec.get("name")
@@ -346,7 +376,7 @@ def _value(column: str, image: str, spec: dict[str, Any] | None, value: Any) -> 
                 if not _NUMBER.fullmatch(value.strip()):
                     raise wrong(f"neither base64 of the unscaled value ({exc}) nor a decimal number") from None
             else:
-                return Decimal(unscaled).scaleb(-scale)
+                return Decimal(f"{unscaled}E{-scale}")  # exact (scaleb would round to 28 digits)
         return _decimal(value, wrong)
     if isinstance(name, str) and name.endswith(".cdc.data.Decimal"):
         return _decimal(value, wrong)

@@ -35,6 +35,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from cdclake.events import ChangeEvent, Rejected, format_ts
+from cdclake.formats import _kafka_connect as kc
 from cdclake.formats._datahub import (
     Half,
     JsonRecord,
@@ -122,7 +123,7 @@ class DataHubBlobDecoder(Decoder):
         source = _object(schema.get("source"), "schema.source")
         table = self.table_override or _table_name(source)
         keys = self.keys or _primary_key(schema.get("primaryKey"))
-        types = _column_types(schema.get("dataColumn"))
+        types, kept, hints = kc.memoized("blob-plan", _schema_plan, schema)
         timestamp = _object(payload.get("timestamp"), "payload.timestamp")
         event_ts = epoch_millis(timestamp.get("eventTime"), "timestamp.eventTime") if timestamp else None
         sequence = payload.get("sequenceId")
@@ -141,9 +142,8 @@ class DataHubBlobDecoder(Decoder):
         extra.update({k: v for k, v in message.items() if k not in ("schema", "payload", "version")})
         if extra:
             meta["extra"] = extra
-        hints = {name: COLUMN_TYPES[t] for name, t in types.items() if t in COLUMN_TYPES}
         if hints:
-            meta["column_types"] = hints
+            meta["column_types"] = dict(hints)
 
         def event(event_op: str, **fields: Any) -> ChangeEvent:
             return ChangeEvent(
@@ -175,8 +175,8 @@ class DataHubBlobDecoder(Decoder):
             raise RecordError(f"{op} message has no sequenceId: DataHub rows need it for ordering")
         if op == "TRUNCATE":
             return event("TRUNCATE")
-        before = _image(payload, "before", types)
-        after = _image(payload, "after", types)
+        before = _image(payload, "before", types, kept)
+        after = _image(payload, "after", types, kept)
         if op == "INSERT":
             if after is None:
                 raise RecordError("INSERT message has no after image (payload.after.dataColumn)")
@@ -247,7 +247,22 @@ def _column_types(value: Any) -> dict[str, str]:
     return types
 
 
-def _image(payload: dict[str, Any], name: str, types: dict[str, str]) -> dict[str, Any] | None:
+#: StreamX types whose values of these exact Python types :func:`_value` returns unchanged.
+_KEPT_TYPES: dict[str, tuple[type, ...]] = {"STRING": (str,), "LONG": (int,), "BOOLEAN": (bool,), "DOUBLE": (Decimal,)}
+
+
+def _schema_plan(schema: dict[str, Any]) -> tuple[dict[str, str], dict[str, tuple[type, ...]], dict[str, str]]:
+    """The declared types of a schema's columns, the Python types each keeps unchanged and the
+    column type hints: worked out once per schema, which every message repeats
+    (:func:`~cdclake.formats._kafka_connect.memoized`)."""
+    types = _column_types(schema.get("dataColumn"))
+    kept = {name: _KEPT_TYPES[t] for name, t in types.items() if t in _KEPT_TYPES}
+    return types, kept, {name: COLUMN_TYPES[t] for name, t in types.items() if t in COLUMN_TYPES}
+
+
+def _image(
+    payload: dict[str, Any], name: str, types: dict[str, str], kept: dict[str, tuple[type, ...]]
+) -> dict[str, Any] | None:
     """``payload.<name>.dataColumn`` with values decoded by their declared types (None: no image)."""
     holder = _object(payload.get(name), f"payload.{name}")
     if not holder:
@@ -257,7 +272,12 @@ def _image(payload: dict[str, Any], name: str, types: dict[str, str]) -> dict[st
         return None
     if not isinstance(columns, dict):
         raise RecordError(f"payload.{name}.dataColumn must be a JSON object of column values, not {json_kind(columns)}")
-    return {column: _value(column, types.get(column), value, name) for column, value in columns.items()}
+    return {
+        column: value
+        if value is None or type(value) in kept.get(column, ())
+        else _value(column, types.get(column), value, name)
+        for column, value in columns.items()
+    }
 
 
 def _value(column: str, kind: str | None, value: Any, image: str) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import copy
 import datetime as dt
 import json
@@ -221,6 +222,20 @@ def test_unknown_members_kept():
 def test_unknown_option():
     with pytest.raises(OptionError, match="unknown option"):
         get_decoder("cdl-json", Options({"nullValue": "x"}))
+
+
+def test_a_wide_connect_decimal_keeps_every_digit():
+    # 38 digits: Decimal.scaleb would round it to the default context's 28
+    unscaled = 12345678901234567890123456789012345678
+    raw = base64.b64encode(unscaled.to_bytes(16, "big", signed=True)).decode()
+    spec = {
+        "type": "bytes",
+        "field": "wide",
+        "name": "org.apache.kafka.connect.data.Decimal",
+        "parameters": {"scale": "2"},
+    }
+    [event] = events(decode(lines(typed_message([spec], {"wide": raw}))))
+    assert str(event.after["wide"]) == "123456789012345678901234567890123456.78"
 
 
 # --- Kafka Connect types ------------------------------------------------------------------------------
