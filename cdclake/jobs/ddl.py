@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -171,13 +172,17 @@ def apply_table(
     targets = [name] + ([name + HISTORY_SUFFIX] if spark.catalog.tableExists(name + HISTORY_SUFFIX) else [])
     now = dt.datetime.now(dt.UTC).isoformat()
     entries = []
+    # each target's columns are read once, and again only after an ALTER (each read is a catalog round trip)
+    target_columns = {name: columns}
     for change in pending:
         for target in targets:
-            target_cols = _columns(spark, target)
-            if not is_noop(change, target_cols):
-                _alter(spark, target, change, target_cols)
+            if target not in target_columns:
+                target_columns[target] = _columns(spark, target)
+            if not is_noop(change, target_columns[target]):
+                _alter(spark, target, change, target_columns[target])
+                target_columns.pop(target)
         entries.append(history_entry(change, manifest.batch_id, None, now))
-    sid = schema_id(spark, name)
+    sid = schema_id(spark, name)  # setting a property below makes no new schema: the id stays
     for entry in entries:
         entry["schema_id"] = sid
     if entries:
@@ -191,24 +196,51 @@ def apply_table(
             {"change": c.describe(), "kind": c.kind, "source_event": c.source_event[:200]} for c in pending if c in todo
         ],
         "recorded": len(entries),
-        "schema_version": schema_id(spark, name),
+        "schema_version": sid,
     }
 
 
-def run(spark, batch_dir: str | Path, buckets: int = 16, tables: list[str] | None = None) -> dict[str, Any]:
-    """Apply every table's schema changes (fails on the first table the policy refuses)."""
+def run(
+    spark, batch_dir: str | Path, buckets: int = 16, tables: list[str] | None = None, threads: int = 4
+) -> dict[str, Any]:
+    """Apply every table's schema changes, ``threads`` tables at a time.
+
+    A table's changes are a chain of catalog round trips that wait on the driver (a new table's
+    first batch: create, read properties and columns, record the history), so tables run side by
+    side in the one session (no second session: its catalog cache could hold a table's layout from
+    before another thread altered it). A table the policy refuses fails the task, with the first
+    such table's error by name, after the other tables are done; a retry finds theirs recorded.
+    """
     batch_dir = Path(batch_dir)
     manifest = read_manifest(batch_dir)
     path = batch_dir / "schema_changes.json"
     docs = json.loads(path.read_text()) if path.exists() else {}
     layouts_path = batch_dir / "tables.json"
     layouts = json.loads(layouts_path.read_text()) if layouts_path.exists() else {}
-    report: dict[str, Any] = {}
-    for table, doc in sorted(docs.items()):
-        if tables and table not in tables:
-            continue
-        report[table] = apply_table(spark, table, doc, layouts, manifest, buckets)
+    todo = [table for table in sorted(docs) if not tables or table in tables]
+    outcomes: dict[str, Any] = {}
+
+    def one(table: str) -> None:
+        try:
+            outcomes[table] = apply_table(spark, table, docs[table], layouts, manifest, buckets)
+        except Exception as exc:  # raised below, after the other tables are done
+            outcomes[table] = exc
+
+    if len(todo) <= 1 or threads <= 1:
+        for table in todo:
+            one(table)
+    else:
+        with ThreadPoolExecutor(max_workers=min(threads, len(todo)), thread_name_prefix="ddl") as pool:
+            list(pool.map(one, todo))
+    report = {
+        t: o if not isinstance(o, Exception) else {"status": "failed", "error": str(o)[:2000]}
+        for t, o in outcomes.items()
+    }
+    report = dict(sorted(report.items()))
     write_report(batch_dir, "ddl", report)
+    failed = [outcomes[t] for t in todo if isinstance(outcomes[t], Exception)]
+    if failed:
+        raise failed[0]
     return report
 
 

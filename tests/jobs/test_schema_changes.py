@@ -251,3 +251,40 @@ def test_unparseable_ddl_is_quarantined_with_the_reason(spark, warehouse, tmp_pa
     reasons = pq.read_table(batch).to_pylist()
     assert reasons[0]["source_offset"] > 0 and "DDL statement not understood" in reasons[0]["error"]
     assert reasons[0]["source_file"].endswith("b1.json") and reasons[0]["raw"] is None
+
+
+def _on(table: str, message: dict) -> dict:
+    message["schema"]["source"]["tableName"] = table
+    return message
+
+
+def test_the_tables_of_a_batch_evolve_side_by_side_and_a_refusal_names_the_first_table(spark, warehouse, tmp_path):
+    ns = "sc_threads"
+    names = ["t3", "t1", "t2"]
+    first = [_on(t, msg("INSERT", i, after={"id": 1, "name": t}, columns=OLD)) for i, t in enumerate(names, 1)]
+    apply(spark, warehouse, ns, [write(tmp_path / "b1.json", *first)])
+    added = {**OLD, "email": "STRING"}
+
+    def second(path: Path, seq: int) -> str:
+        return write(
+            path,
+            *[
+                _on(t, msg("ALTER", seq + i, ddl=f"ALTER TABLE {t} ADD COLUMN email VARCHAR(64)"))
+                for i, t in enumerate(names)
+            ],
+            *[
+                _on(t, msg("INSERT", seq + 9 + i, after={"id": 2, "name": t, "email": f"{t}@x"}, columns=added))
+                for i, t in enumerate(names)
+            ],
+        )
+
+    with pytest.raises(SchemaPolicyError) as err:
+        apply(spark, warehouse, ns, [second(tmp_path / "b2.json", 10)], policy="fail")
+    assert "db.t1" in str(err.value)  # the first refused table by name, whichever thread finished first
+    r = apply(spark, warehouse, ns, [second(tmp_path / "b3.json", 30)])
+    assert r["balanced"] and r["applied"] == 3, r
+    for t in names:
+        assert [c["kind"] for c in r["tables"][f"db.{t}"]["schema_changes"]] == ["add_column"]
+        schema = load_table(warehouse, f"db.{t}", ns).schema()
+        assert "email" in [f.name for f in schema.fields]
+        assert {"id": 2, "name": t, "email": f"{t}@x"} in read_rows(warehouse, f"db.{t}", namespace=ns)
