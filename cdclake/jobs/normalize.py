@@ -13,6 +13,7 @@ a letter-case twin of another column); any other name is stored exactly.
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,8 @@ from cdclake.schema_changes import ADD_COLUMN, SchemaChange
 from cdclake.schema_evolution import HISTORY_PROPERTY, column_map, evolve_columns, parse_history
 from cdclake.transactions import held_inputs, held_output, split_incomplete, tx_mark
 
+#: Tables whose lake state (columns, schema history) is looked up at once.
+LOOKUP_THREADS = 4
 #: ``meta`` of a TRUNCATE that came from a ``TRUNCATE TABLE`` statement (counted with its DDL event).
 DDL_TRUNCATE_META = '{"from_ddl":true}'
 
@@ -121,8 +124,10 @@ def _unsafe_reason(unsafe: dict[str, dict[str, str]]):
 
 
 def _existing_columns(spark, name: str) -> list[tuple[str, str]] | None:
-    if not spark.catalog.tableExists(name):
-        return None
+    return _columns_of(spark, name) if spark.catalog.tableExists(name) else None
+
+
+def _columns_of(spark, name: str) -> list[tuple[str, str]]:
     cols = []
     for field in spark.table(name).schema.fields:
         if field.name.startswith("_cdc_"):
@@ -133,8 +138,10 @@ def _existing_columns(spark, name: str) -> list[tuple[str, str]] | None:
 
 def recorded_history(spark, name: str) -> list[dict[str, Any]]:
     """Schema changes already applied to a lake table (its ``cdclake.schema-history`` property)."""
-    if not spark.catalog.tableExists(name):
-        return []
+    return _history_of(spark, name) if spark.catalog.tableExists(name) else []
+
+
+def _history_of(spark, name: str) -> list[dict[str, Any]]:
     rows = spark.sql(f"SHOW TBLPROPERTIES {name} ('{HISTORY_PROPERTY}')").collect()
     return parse_history(rows[0]["value"]) if rows and not rows[0]["value"].startswith("Table ") else []
 
@@ -273,11 +280,25 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
             schema_rows = [r.asDict() for r in found.collect()]
     state: dict[str, tuple[str, list[tuple[str, str]] | None, list[dict[str, Any]]]] = {}
 
+    def lookup(source_table: str):
+        name = spark_table_name(source_table, manifest.namespace)
+        if not spark.catalog.tableExists(name):
+            return name, None, []
+        return name, _columns_of(spark, name), _history_of(spark, name)
+
     def table_state(source_table: str):
         if source_table not in state:
-            name = spark_table_name(source_table, manifest.namespace)
-            state[source_table] = (name, _existing_columns(spark, name), recorded_history(spark, name))
+            state[source_table] = lookup(source_table)
         return state[source_table]
+
+    # every table's lake state up front, side by side: catalog round trips that wait on the driver
+    wanted = sorted(
+        {t for t, s in per_table.items() if s["row_events"] or op_counts.get(t, {}).get("TRUNCATE")}
+        | {r["table"] for r in schema_rows if r["table"]}
+    )
+    if len(wanted) > 1:
+        with ThreadPoolExecutor(max_workers=min(LOOKUP_THREADS, len(wanted))) as pool:
+            state.update(zip(wanted, pool.map(lookup, wanted), strict=True))
 
     for r in schema_rows:
         r["ddl"] = json.loads(r["ddl"]) if r["ddl"] else None
