@@ -1,0 +1,34 @@
+"""The driver normalize's value kinds agree with the reference rule (``coltypes.kind_of``)."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cdclake.batch_events import _kind
+from cdclake.coltypes import kind_of
+from cdclake.events import value_text
+
+_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(10**40), max_value=10**40),
+    st.sampled_from([2**63 - 1, 2**63, -(2**63), -(2**63) - 1, 10**38 - 1, 10**38, 0]),
+    st.decimals(allow_nan=False, allow_infinity=False, places=3),
+    st.text(max_size=20),
+    st.lists(st.integers(), max_size=3),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_VALUES, min_size=1, max_size=40))
+def test_the_kind_of_each_value_text_is_the_kind_of_its_value(values) -> None:
+    texts = pa.array([value_text(v) for v in values], pa.string())
+    expected = [kind_of(v) if not isinstance(v, list) else "string" for v in values]
+    # decimals with places: their text keeps the point (1.000), so the text says double as kind_of does
+    assert _kind(texts).to_pylist() == expected
+
+
+def test_a_sql_null_falls_through_to_double_as_in_the_sql_case() -> None:
+    assert _kind(pa.array([None, "12", "null"], pa.string())).to_pylist() == ["double", "bigint", None]
