@@ -277,23 +277,75 @@ def convert_row(row: dict[str, Any], struct_schema: Any) -> dict[str, Any]:
     """A row image converted column by column (columns without a field schema kept as parsed).
 
     A value that is already its field's canonical value (a JSON integer of an ``int64`` field,
-    a string of a plain ``string`` field: :func:`_kept_types`) is kept without a call; the rest,
-    wrong types included, go through :func:`convert_value`.
+    a string of a plain ``string`` field: :func:`_kept_types`) is kept without a call; a Connect
+    Decimal or an integer date, time or timestamp takes its field's happy path
+    (:func:`_happy_path`); the rest, wrong types and bad values included, go through
+    :func:`convert_value`, so every reason is its own.
     """
-    fields, kept = memoized("row", _row_plan, struct_schema)
+    fields, kept, happy = memoized("row", _row_plan, struct_schema)
     out = {}
     for name, value in row.items():
-        out[name] = (
-            value
-            if value is None or type(value) in kept.get(name, ())
-            else convert_value(value, fields.get(name), name)
-        )
+        if value is None or type(value) in kept.get(name, ()):
+            out[name] = value
+            continue
+        path = happy.get(name)
+        if path is not None and (converted := path(value)) is not _ANOTHER_WAY:
+            out[name] = converted
+            continue
+        out[name] = convert_value(value, fields.get(name), name)
     return out
 
 
-def _row_plan(struct_schema: Any) -> tuple[dict[str, dict[str, Any]], dict[str, tuple[type, ...]]]:
+def _row_plan(struct_schema: Any) -> tuple[dict[str, dict[str, Any]], dict[str, tuple[type, ...]], dict[str, Any]]:
     fields = _struct_fields(struct_schema) or {}
-    return fields, {name: kept for name, spec in fields.items() if (kept := _kept_types(spec))}
+    kept = {name: types for name, spec in fields.items() if (types := _kept_types(spec))}
+    return fields, kept, {name: path for name, spec in fields.items() if (path := _happy_path(spec))}
+
+
+#: What a happy path returns for a value it leaves to :func:`convert_value`.
+_ANOTHER_WAY = object()
+
+
+def _happy_path(schema: dict[str, Any]) -> Any:
+    """For a Connect Decimal of base64 bytes and an integer date, time or timestamp: a function giving
+    :func:`_convert`'s value for the common case (the schema read once, not per value), or
+    :data:`_ANOTHER_WAY` for anything else (text with blanks, a number, a bad value), which
+    :func:`convert_value` then converts or words. None for other field schemas."""
+    kind, name = schema.get("type"), schema.get("name")
+    if name == CONNECT_DECIMAL and kind == "bytes":
+        scale = _int_param(schema, "scale")
+        if scale is None:
+            return None
+
+        def decimal(value: Any) -> Any:
+            if type(value) is not str:
+                return _ANOTHER_WAY
+            try:
+                raw = base64.b64decode(value, validate=True)
+            except (binascii.Error, ValueError):
+                return _ANOTHER_WAY
+            if not raw or len(raw) > MAX_DECIMAL_BYTES:
+                return _ANOTHER_WAY
+            return Decimal(f"{int.from_bytes(raw, 'big', signed=True)}E{-scale}")
+
+        return decimal
+    if name in _INTEGER_LOGICAL and kind in _INT_TYPES:
+        logical, units = _INTEGER_LOGICAL[name]
+
+        def integer(value: Any) -> Any:
+            if type(value) is not int:
+                return _ANOTHER_WAY
+            try:
+                if logical == "date":
+                    return date_from_days(value)
+                if logical == "time":
+                    return time_of_day(value, units)
+                return timestamp_from_epoch(value, units)
+            except ValueError:
+                return _ANOTHER_WAY
+
+        return integer
+    return None
 
 
 def _kept_types(schema: dict[str, Any]) -> tuple[type, ...]:
