@@ -336,11 +336,7 @@ def _happy_path(schema: dict[str, Any]) -> Any:
             if type(value) is not int:
                 return _ANOTHER_WAY
             try:
-                if logical == "date":
-                    return date_from_days(value)
-                if logical == "time":
-                    return time_of_day(value, units)
-                return timestamp_from_epoch(value, units)
+                return _integer_logical(logical, value, units)
             except ValueError:
                 return _ANOTHER_WAY
 
@@ -427,11 +423,7 @@ def _convert(value: Any, schema: dict[str, Any], column: str, depth: int) -> Any
                 raise wrong("an integer")
             logical_kind, units = _INTEGER_LOGICAL[name]
             try:
-                if logical_kind == "date":
-                    return date_from_days(number)
-                if logical_kind == "time":
-                    return time_of_day(number, units)
-                return timestamp_from_epoch(number, units)
+                return _integer_logical(logical_kind, number, units)
             except ValueError as exc:
                 raise ConnectValueError(f"column {column}: {exc}") from None
         if name in _STRING_LOGICAL and kind == "string":
@@ -524,6 +516,15 @@ def _convert(value: Any, schema: dict[str, Any], column: str, depth: int) -> Any
         fields = struct_fields(schema) or {}
         return {k: _convert(v, fields[k], f"{column}.{k}", depth + 1) if k in fields else v for k, v in value.items()}
     return value  # unknown schema type: kept as parsed
+
+
+def _integer_logical(kind: str, number: int, units: int) -> str:
+    """An integer of a logical type (``_INTEGER_LOGICAL``: date, time or timestamp) as its text."""
+    if kind == "date":
+        return date_from_days(number)
+    if kind == "time":
+        return time_of_day(number, units)
+    return timestamp_from_epoch(number, units)
 
 
 def _integer(value: Any) -> int | None:
