@@ -18,8 +18,14 @@ import pyarrow.compute as pc
 from cdclake.compaction.batch_rows import RoutedBatch, Target
 from cdclake.compaction.driver_io import _current_rows
 from cdclake.compaction.driver_read import read_log
-from cdclake.compaction.lake_tables import ROW_KEYS_PROPERTY, TRUNCATE_BUCKET, _properties
-from cdclake.compaction.lineage import _bucket_has_files, _fresh_snapshot_id, _head_summary, _only_batch
+from cdclake.compaction.lake_tables import ROW_KEYS_PROPERTY, TRUNCATE_BUCKET
+from cdclake.compaction.lineage import (
+    _bucket_has_files,
+    _fresh_snapshot_id,
+    _head_summary,
+    _only_batch,
+    table_properties,
+)
 from cdclake.compaction.routing import _linked_keys, linked_in_driver
 from cdclake.compaction.row_delta import POSITION_COLUMNS, Located
 from cdclake.compaction.row_state import candidate_keys, in_order_keys
@@ -113,7 +119,7 @@ def find_affected(
 
     name, log_name, buckets, limit = target.name, target.log_name, target.buckets, batch.limit
     read_snapshot = _fresh_snapshot_id(spark, name)
-    props = _properties(spark, name)
+    props = table_properties(spark, name)
     keyed = props.get(ROW_KEYS_PROPERTY) == "1"
     spark.catalog.refreshTable(log_name)
     log = spark.table(log_name)

@@ -166,7 +166,7 @@ def append_to_log(spark, target: Target, batch_id: str, batch: RoutedBatch) -> N
         appended = (
             batch.in_driver
             and driver_commits_enabled()
-            and _append_in_driver(spark, target.log_name, batch.good_arrow, batch_id, batch.bulk)
+            and _append_in_driver(spark, target.log_name, batch.good_arrow, batch_id)
         )
         if not appended:
             # the driver's few rows in one task, without Iceberg's shuffle by bucket: one file per bucket

@@ -209,11 +209,11 @@ def _row_delta(
     return done
 
 
-def _append_in_driver(spark, log_name: str, logged: pa.Table, batch_id: str, metrics: bool = False) -> bool:
+def _append_in_driver(spark, log_name: str, logged: pa.Table, batch_id: str) -> bool:
     """Append the driver's change-log rows from the driver (``row_delta.append_rows``: no Spark job); False
     when there is no JVM or the log's schema is not ours (Spark appends them instead)."""
     table = _java_table(spark, log_name)
-    if table is None or not append_rows(spark, table, logged, {BATCH_PROPERTY: batch_id}, metrics):
+    if table is None or not append_rows(spark, table, logged, {BATCH_PROPERTY: batch_id}):
         return False
     spark.catalog.refreshTable(log_name)
     return True

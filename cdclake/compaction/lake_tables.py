@@ -10,6 +10,7 @@ from typing import Any
 import pyarrow as pa
 
 from cdclake.coltypes import arrow_type, canonical_type, quote_ident
+from cdclake.compaction.lineage import table_properties
 from cdclake.naming import SOURCE_TABLE_PROPERTY
 
 META_DDL = "_cdc_op string, _cdc_seq string, _cdc_ts timestamp, _cdc_batch string, _cdc_bucket int, _cdc_key string"
@@ -88,10 +89,6 @@ def _table_ddl(columns: list[tuple[str, str]], *extra: str) -> str:
     return ", ".join([*(f"{quote_ident(n)} {canonical_type(t)}" for n, t in columns), *extra])
 
 
-def _properties(spark, name: str) -> dict[str, str]:
-    return {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {name}").collect()}
-
-
 def _create(spark, name: str, ddl: str, props: dict[str, str], if_not_exists: bool = True) -> bool:
     """``CREATE TABLE``; without ``if_not_exists``, False when another session created it first."""
     props_sql = ", ".join(f"{_sql_string(k)}={_sql_string(v)}" for k, v in props.items())
@@ -163,7 +160,7 @@ def _checked(
 ) -> int:
     """An existing table: its owner checked, new columns and missing properties added, its log created if
     missing; returns its bucket count."""
-    props = _properties(spark, name)
+    props = table_properties(spark, name)
     owner = props.get(SOURCE_TABLE_PROPERTY)
     if owner and owner != source_table:
         raise ValueError(

@@ -154,6 +154,30 @@ def _head_summary(spark, name: str) -> dict[str, str]:
     return dict(row["summary"]) if row is not None else {}
 
 
+def table_properties(spark, name: str) -> dict[str, str]:
+    """The table's properties (what ``SHOW TBLPROPERTIES`` lists of them), as one Py4J call returning the
+    map as JSON: the SQL command is parsed, analysed and collected (0.1-0.8 s a table when four tables ask
+    at once), and walking the Java map costs a call per entry."""
+    table = _java_table(spark, name)
+    if table is not None:
+        text = spark._jvm.org.apache.iceberg.util.JsonUtil.mapper().writeValueAsString(table.properties())
+        return {str(k): str(v) for k, v in json.loads(text).items()}
+    return {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {name}").collect()}
+
+
+def current_schema_id(spark, name: str) -> int | None:
+    """The Iceberg schema id of the table's current metadata, from the table object (the query of its
+    ``metadata_log_entries`` is a Spark job: 1.6 s a table with four tables asking at once)."""
+    table = _java_table(spark, name)
+    if table is not None:
+        table.refresh()  # what is committed now, as the metadata table query would read it
+        return int(table.schema().schemaId())
+    rows = spark.sql(
+        f"SELECT latest_schema_id FROM {name}.metadata_log_entries ORDER BY timestamp DESC LIMIT 1"
+    ).collect()
+    return rows[0]["latest_schema_id"] if rows else None
+
+
 def _has_ref(spark, name: str, ref: str) -> bool:
     """Whether ``name`` has the branch or tag ``ref``."""
     table = _java_table(spark, name)

@@ -17,6 +17,7 @@ other paths, and the table is re-read and folded again.
 from __future__ import annotations
 
 import io
+import json
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -80,11 +81,51 @@ def file_schema(table, schema: pa.Schema) -> pa.Schema | None:
     return pa.schema(out)
 
 
-def _parquet_bytes(table: pa.Table) -> bytes:
-    sink = io.BytesIO()
+def _parquet_bytes(table: pa.Table) -> tuple[bytes, pq.FileMetaData]:
+    """The Parquet file of ``table``, and its footer as written (for its column counts)."""
+    sink, footer = io.BytesIO(), []
     # decimals as Iceberg writes them (INT32/INT64 up to 18 digits), timestamps in microseconds
-    pq.write_table(table, sink, compression="zstd", store_decimal_as_integer=True, coerce_timestamps="us")
-    return sink.getvalue()
+    pq.write_table(
+        table,
+        sink,
+        compression="zstd",
+        store_decimal_as_integer=True,
+        coerce_timestamps="us",
+        metadata_collector=footer,
+    )
+    return sink.getvalue(), footer[0]
+
+
+def column_counts(schema: pa.Schema, footer: pq.FileMetaData) -> dict[str, dict[str, list[int]]] | None:
+    """Iceberg's counts of a file's top-level columns (compressed sizes, values, nulls; by field id, in the
+    JSON form of ``ContentFileParser``), from the footer the writer returned: what Iceberg's
+    ``ParquetUtil.fileMetrics`` reads back from the file through the JVM (10-20 ms a file), less the value
+    bounds. A map column's leaves get none (a reader then assumes nothing of them); None for another nested
+    column, which this module does not write."""
+    ids: list[int] = []
+    sizes: list[int] = []
+    values: list[int] = []
+    nulls: list[int | None] = []
+    leaf = 0
+    for field in schema:
+        if pa.types.is_map(field.type):
+            leaf += 2  # a key and a value leaf (the lake's maps are of strings)
+            continue
+        if pa.types.is_nested(field.type) or not field.metadata or b"PARQUET:field_id" not in field.metadata:
+            return None
+        chunks = [footer.row_group(g).column(leaf) for g in range(footer.num_row_groups)]
+        leaf += 1
+        ids.append(int(field.metadata[b"PARQUET:field_id"]))
+        sizes.append(sum(c.total_compressed_size for c in chunks))
+        values.append(sum(c.num_values for c in chunks))
+        known = all(c.statistics is not None and c.statistics.has_null_count for c in chunks)
+        nulls.append(sum(c.statistics.null_count for c in chunks) if known else None)
+    counted = [i for i, n in enumerate(nulls) if n is not None]
+    return {
+        "column-sizes": {"keys": ids, "values": sizes},
+        "value-counts": {"keys": ids, "values": values},
+        "null-value-counts": {"keys": [ids[i] for i in counted], "values": [nulls[i] for i in counted]},
+    }
 
 
 #: A position delete file's columns (required, Iceberg's reserved ids), sorted by path then position.
@@ -113,24 +154,30 @@ def _write(table, location: str, data: bytes) -> None:
         stream.close()
 
 
-def _write_files(
-    spark, table, rows: pa.Table | None, deletes: pa.Table | None, buckets: list[int], metrics: bool = False
-) -> list:
+def _write_files(spark, table, rows: pa.Table | None, deletes: pa.Table | None, buckets: list[int]) -> list:
     """Per bucket, one Parquet data file of ``rows`` and, per data file that ``deletes`` point into, one
     position delete file (either may be None), written from the driver; returns (kind, Iceberg's
-    ``DataFile`` / ``DeleteFile``) pairs. ``metrics``: the data files carry their column metrics (their
-    footers read back by Iceberg, ~10 ms a file), as Spark's writes do: worth it for the bulk path's large
-    files, whose column bounds later reads prune on (a log file without a key change is skipped by them)."""
+    ``DataFile`` / ``DeleteFile``) pairs.
+
+    A data file carries its column counts (sizes, values, nulls: later reads skip a log file whose
+    ``_old_key`` is all null), taken from the footer as written and handed to Iceberg as the JSON of the
+    file (``ContentFileParser``): two Py4J calls a file. Iceberg reading each footer back for the same
+    counts cost 10-20 ms of JVM a file, 128 files in a 100k-change batch of 4 tables (docs/decisions.md,
+    "The driver's files carry counts it already has"). No value bounds: the reads of these tables filter
+    on the bucket (the partition) and on nulls, and a bucket's file of keys spread by hash has bounds
+    that prune nothing.
+    """
     iceberg = spark._jvm.org.apache.iceberg
-    metrics_config = iceberg.MetricsConfig.forTable(table) if metrics else None
     spec, provider = table.spec(), table.locationProvider()
-    files = []  # (bucket, kind, location, bytes, records, the data file a delete file refers to)
+    spec_id = spec.specId()
+    files = []  # (bucket, kind, location, bytes, records, the data file a delete file refers to, counts)
 
     def write(bucket: int, partition, kind: str, part: pa.Table, referenced: str | None = None) -> None:
         location = provider.newDataLocation(spec, partition, f"cdclake-{uuid.uuid4().hex}-{kind}.parquet")
-        data = _parquet_bytes(part)
+        data, footer = _parquet_bytes(part)
         _write(table, location, data)
-        files.append((bucket, kind, location, len(data), part.num_rows, referenced))
+        counts = column_counts(part.schema, footer) if kind == "data" else None
+        files.append((bucket, kind, location, len(data), part.num_rows, referenced, counts))
 
     for bucket in sorted(buckets):
         partition = iceberg.DataFiles.data(spec, f"_cdc_bucket={bucket}")
@@ -144,24 +191,29 @@ def _write_files(
         for referenced in sorted(set(part["file_path"].to_pylist())):
             write(bucket, partition, "deletes", part.filter(pc.equal(part["file_path"], referenced)), referenced)
     parquet = iceberg.FileFormat.PARQUET
+    mapper, parser = iceberg.util.JsonUtil.mapper(), iceberg.ContentFileParser
 
     def content_file(item):
-        bucket, kind, location, size, records, referenced = item
-        # no column metrics (record counts only): reading each footer back through the JVM cost ~0.16 s a
-        # commit, and the reads of these files filter on the partition; the bucket overwrite that folds
-        # them away writes them with full metrics (docs/decisions.md, "The driver fold commits its own files")
-        if kind == "data" and metrics_config is not None:
-            found = iceberg.parquet.ParquetUtil.fileMetrics(table.io().newInputFile(location), metrics_config)
-            builder = iceberg.DataFiles.builder(spec).withMetrics(found)
-        elif kind == "data":
-            builder = iceberg.DataFiles.builder(spec).withRecordCount(records)
-        else:
-            builder = (
-                iceberg.FileMetadata.deleteFileBuilder(spec)
-                .ofPositionDeletes()
-                .withRecordCount(records)
-                .withReferencedDataFile(referenced)
-            )
+        bucket, kind, location, size, records, referenced, counts = item
+        if kind == "data":
+            doc = {
+                "spec-id": spec_id,
+                "content": "data",
+                "file-path": location,
+                "file-format": "parquet",
+                "partition": [bucket],
+                "file-size-in-bytes": size,
+                "record-count": records,
+                **(counts or {}),
+                "sort-order-id": 0,  # unsorted, as Iceberg's DataFiles.builder has it
+            }
+            return parser.fromJson(mapper.readTree(json.dumps(doc)), spec)
+        builder = (
+            iceberg.FileMetadata.deleteFileBuilder(spec)
+            .ofPositionDeletes()
+            .withRecordCount(records)
+            .withReferencedDataFile(referenced)
+        )
         return (
             builder.withPath(location)
             .withFormat(parquet)
@@ -174,14 +226,14 @@ def _write_files(
         return list(zip([f[1] for f in files], pool.map(content_file, files), strict=True))
 
 
-def append_rows(spark, table, rows: pa.Table, properties: dict[str, str], metrics: bool = False) -> bool:
+def append_rows(spark, table, rows: pa.Table, properties: dict[str, str]) -> bool:
     """Append ``rows`` (a table with ``_cdc_bucket``, in the table's columns) to ``table`` in one commit
     with the snapshot ``properties``. False (nothing written) when the table's schema is not ``rows``'."""
     schema = file_schema(table, rows.schema)
     if schema is None:
         return False
     rows = rows.cast(schema)
-    files = _write_files(spark, table, rows, None, sorted(set(rows["_cdc_bucket"].to_pylist())), metrics)
+    files = _write_files(spark, table, rows, None, sorted(set(rows["_cdc_bucket"].to_pylist())))
     append = table.newAppend()
     for _, built in files:
         append = append.appendFile(built)
@@ -205,14 +257,14 @@ def commit_overwrite(
 ) -> bool:
     """Replace ``buckets`` of ``table`` with ``rows`` (in the table's columns) in one ``OverwriteFiles``:
     what the Spark overwrite of the driver's rows commits, serializable from ``read_snapshot`` (None: the
-    table was empty when read, so its whole history is checked), with column metrics. False (nothing
+    table was empty when read, so its whole history is checked), with column counts. False (nothing
     written) when the table's schema is not ``rows``'."""
     schema = file_schema(table, rows.schema)
     if schema is None:
         return False
     in_buckets = _in_buckets(spark, buckets)
     overwrite = table.newOverwrite().overwriteByRowFilter(in_buckets)
-    for _, built in _write_files(spark, table, rows.cast(schema), None, buckets, metrics=True):
+    for _, built in _write_files(spark, table, rows.cast(schema), None, buckets):
         overwrite = overwrite.addFile(built)
     fault_point(AFTER_FILES_WRITTEN)
     if read_snapshot is not None:

@@ -29,6 +29,7 @@ from typing import Any
 
 from cdclake.batch import read_manifest, write_report
 from cdclake.coltypes import canonical_type, quote_ident
+from cdclake.compaction.lineage import current_schema_id, table_properties
 from cdclake.schema_changes import (
     ADD_COLUMN,
     CREATE_TABLE,
@@ -64,18 +65,6 @@ def _columns(spark, name: str) -> dict[str, str]:
         for f in spark.table(name).schema.fields
         if not f.name.startswith("_cdc_")
     }
-
-
-def _props(spark, name: str) -> dict[str, str]:
-    return {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {name}").collect()}
-
-
-def schema_id(spark, name: str) -> int | None:
-    """The Iceberg schema id of the table's current metadata."""
-    rows = spark.sql(
-        f"SELECT latest_schema_id FROM {name}.metadata_log_entries ORDER BY timestamp DESC LIMIT 1"
-    ).collect()
-    return rows[0]["latest_schema_id"] if rows else None
 
 
 def _alter(spark, name: str, change: SchemaChange, columns: dict[str, str]) -> None:
@@ -153,7 +142,7 @@ def apply_table(
             ensure_tables(spark, table, layout, buckets)
         elif not _create_from_change(spark, table, doc, changes, manifest, buckets):
             return {"policy": policy, "status": "deferred", "applied": [], "pending": len(changes)}
-    props = _props(spark, name)
+    props = table_properties(spark, name)
     keys = [k for k in props.get("cdclake.keys", "").split(",") if k]
     history = parse_history(props.get(HISTORY_PROPERTY))
     done = {h.get("id") for h in history}
@@ -182,7 +171,7 @@ def apply_table(
                 _alter(spark, target, change, target_columns[target])
                 target_columns.pop(target)
         entries.append(history_entry(change, manifest.batch_id, None, now))
-    sid = schema_id(spark, name)  # setting a property below makes no new schema: the id stays
+    sid = current_schema_id(spark, name)  # setting a property below makes no new schema: the id stays
     for entry in entries:
         entry["schema_id"] = sid
     if entries:

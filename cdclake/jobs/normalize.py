@@ -26,6 +26,7 @@ from cdclake.batch_events import (
     write_changelog,
 )
 from cdclake.coltypes import canonical_type, type_from_engine, unify
+from cdclake.compaction.lineage import table_properties
 from cdclake.events import ROW_OPS
 from cdclake.jobs.decode import DECODED_SPARK_DDL
 from cdclake.naming import column_name_problem, iceberg_identifier, spark_table_name
@@ -142,8 +143,7 @@ def recorded_history(spark, name: str) -> list[dict[str, Any]]:
 
 
 def _history_of(spark, name: str) -> list[dict[str, Any]]:
-    rows = spark.sql(f"SHOW TBLPROPERTIES {name} ('{HISTORY_PROPERTY}')").collect()
-    return parse_history(rows[0]["value"]) if rows and not rows[0]["value"].startswith("Table ") else []
+    return parse_history(table_properties(spark, name).get(HISTORY_PROPERTY))
 
 
 def _versions(history: list[dict[str, Any]]) -> int | None:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from cdclake.batch import Manifest, read_manifest, write_json_atomic, write_report
+from cdclake.compaction.lineage import table_properties
 
 REBUILD_DIR = "_rebuild"
 
@@ -38,7 +39,7 @@ def _table_layout(spark, source_table: str, manifest: Manifest) -> dict[str, Any
     columns = _existing_columns(spark, name)
     if columns is None:
         return None
-    props = {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {name}").collect()}
+    props = table_properties(spark, name)
     ns, short = iceberg_identifier(source_table, manifest.namespace)
     return {
         "identifier": f"{ns}.{short}",

@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from cdclake.compaction.lineage import table_properties
 from cdclake.jobs.compact import LOG_SUFFIX
 from cdclake.tables import BATCH_PROPERTY
 
@@ -28,7 +29,7 @@ def run(spark, table_name: str, days: float | None = None, now: dt.datetime | No
 
     log_name = table_name + LOG_SUFFIX
     if days is None:
-        props = {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {table_name}").collect()}
+        props = table_properties(spark, table_name)
         days = float(props.get("cdclake.tombstone-retention-days", DEFAULT_RETENTION_DAYS))
     now = now or dt.datetime.now(dt.UTC)
     cutoff = now - dt.timedelta(days=days)

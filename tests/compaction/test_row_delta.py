@@ -16,10 +16,17 @@ import pytest
 
 from cdclake.coltypes import quote_ident
 from cdclake.compaction.driver_read import read_buckets
-from cdclake.compaction.lake_tables import META_DDL, _table_ddl, table_schema
+from cdclake.compaction.lake_tables import LOG_DDL, LOG_SCHEMA, META_DDL, _table_ddl, table_schema
 from cdclake.compaction.lineage import _fresh_snapshot_id, _java_table
 from cdclake.compaction.publish import _is_conflict
-from cdclake.compaction.row_delta import LOCATED_COLUMNS, POSITION_COLUMNS, Located, commit_row_delta
+from cdclake.compaction.row_delta import (
+    LOCATED_COLUMNS,
+    POSITION_COLUMNS,
+    Located,
+    append_rows,
+    commit_overwrite,
+    commit_row_delta,
+)
 from cdclake.merge import bucket_of, key_of
 from cdclake.naming import spark_table_name
 from cdclake.tables import read_rows
@@ -251,3 +258,72 @@ def test_the_driver_read_leaves_a_table_of_other_columns_to_spark(spark, warehou
     spark.sql(f"ALTER TABLE {name} ADD COLUMN extra string")
     placed = table_schema(COLUMNS).append(pa.field("_file", pa.string())).append(pa.field("_pos", pa.int64()))
     assert read_buckets(spark, name, _fresh_snapshot_id(spark, name), [0, 1, 2, 3], placed) is None
+
+
+def _java_counts(jmap) -> dict[int, int]:
+    return {int(k): int(v) for k, v in dict(jmap).items()} if jmap is not None else {}
+
+
+def test_the_driver_files_carry_the_counts_iceberg_reads_from_their_footers(spark, warehouse):
+    """The counts the driver hands Iceberg (from the footer it wrote) are Iceberg's own reading of the file's
+    footer, column by column, for every type we write, nulls, a nasty name and the log's map columns; and a
+    log file whose ``_old_key`` is all null is skipped by a scan for key changes."""
+    rows = [row(i) for i in range(30)]
+    name = make_table(spark, "RD.COUNTS", rows[:1])
+    table = _java_table(spark, name)
+    buckets = list(range(BUCKETS))
+    fresh = arrow_rows([with_meta(r, 2) for r in rows])
+    assert commit_overwrite(spark, table, _fresh_snapshot_id(spark, name), fresh, buckets, {})
+
+    log_name = spark_table_name("RD.COUNTS_LOG", NS)
+    spark.sql(f"CREATE TABLE {log_name} ({LOG_DDL}) USING iceberg PARTITIONED BY (_cdc_bucket)")
+    logged = [
+        {
+            "_key": f"[{i}]",
+            "_old_key": f"[{i + 100}]" if i == 7 else None,
+            "_cdc_bucket": i % 2,
+            "_role": "row",
+            "op": "UPDATE",
+            "seq": f"{i:05d}",
+            "before": None if i % 3 else {"a": "1", "b": None},
+            "after": {"a": str(i)},
+            "source_file": "f",
+            "source_offset": i,
+            "_cdc_batch": "b",
+        }
+        for i in range(20)
+    ]
+    log_table = _java_table(spark, log_name)
+    assert append_rows(spark, log_table, pa.Table.from_pylist(logged, schema=LOG_SCHEMA), {})
+
+    iceberg = spark._jvm.org.apache.iceberg
+    for lake_name in (name, log_name):
+        lake = _java_table(spark, lake_name)
+        lake.refresh()
+        config = iceberg.MetricsConfig.forTable(lake)
+        top_level = {f.fieldId() for f in lake.schema().columns() if not f.type().isNestedType()}
+        added = list(lake.currentSnapshot().addedDataFiles(lake.io()))
+        assert added
+        for data_file in added:
+            footer = iceberg.parquet.ParquetUtil.fileMetrics(lake.io().newInputFile(data_file.location()), config)
+            for ours, theirs in (
+                (data_file.columnSizes(), footer.columnSizes()),
+                (data_file.valueCounts(), footer.valueCounts()),
+                (data_file.nullValueCounts(), footer.nullValueCounts()),
+            ):
+                ours, theirs = _java_counts(ours), _java_counts(theirs)
+                assert set(ours) == top_level
+                assert ours == {k: v for k, v in theirs.items() if k in top_level}
+            assert data_file.recordCount() == footer.recordCount()
+
+    # the log's key-change scan opens only the file holding the key change
+    expression = iceberg.expressions.Expressions.notNull("_old_key")
+    tasks = log_table.newScan().filter(expression).planFiles()
+    try:
+        found = tasks.iterator()
+        planned = []
+        while found.hasNext():
+            planned.append(found.next().file().location())
+    finally:
+        tasks.close()
+    assert len(planned) == 1 and len(list(log_table.currentSnapshot().addedDataFiles(log_table.io()))) == 2

@@ -6,6 +6,7 @@ the same decode -> normalize -> DDL -> truncates -> compact path as the DAG.
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from cdclake.jobs.ddl import SchemaPolicyError
 from cdclake.local_apply import apply_files
 from cdclake.naming import spark_table_name
 from cdclake.options import Options
-from cdclake.schema_evolution import IncompatibleChange
+from cdclake.schema_evolution import HISTORY_PROPERTY, IncompatibleChange
 from cdclake.tables import load_table, read_rows
 
 pytestmark = pytest.mark.spark
@@ -93,11 +94,16 @@ def test_rename_between_old_and_new_layout_rows_then_rebuild_from_change_log(spa
     entry = r2["tables"][T]
     assert [c["kind"] for c in entry["schema_changes"]] == ["rename_column"]
     assert "RENAME COLUMN name TO full_name" in entry["schema_changes"][0]["source_event"]
-    assert entry["schema_version"] is not None
+    # the recorded schema id is the table's schema after the rename (not the id it was created with)
+    name = spark_table_name(T, ns)
+    newest = f"SELECT latest_schema_id FROM {name}.metadata_log_entries ORDER BY timestamp DESC LIMIT 1"
+    schema_now = spark.sql(newest).first()["latest_schema_id"]
+    assert entry["schema_version"] == schema_now == load_table(warehouse, T, ns).metadata.current_schema_id >= 1
+    history = json.loads(load_table(warehouse, T, ns).properties[HISTORY_PROPERTY])
+    assert [h["schema_id"] for h in history] == [schema_now]
     expected = [{"id": 1, "full_name": "a2"}, {"id": 2, "full_name": "b2"}, {"id": 3, "full_name": "c"}]
     assert read_rows(warehouse, T, namespace=ns) == expected  # through pyiceberg
     assert columns_of(warehouse, ns) == [("id", "long"), ("full_name", "string")]
-    name = spark_table_name(T, ns)
     through_spark = sorted((r["id"], r["full_name"]) for r in spark.table(name).collect())
     assert through_spark == [(1, "a2"), (2, "b2"), (3, "c")]
     # rebuild from the change log (old events still say "name") gives the same table
