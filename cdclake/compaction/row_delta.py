@@ -170,31 +170,14 @@ def _write_files(spark, table, rows: pa.Table | None, deletes: pa.Table | None, 
     iceberg = spark._jvm.org.apache.iceberg
     spec, provider = table.spec(), table.locationProvider()
     spec_id = spec.specId()
-    files = []  # (bucket, kind, location, bytes, records, the data file a delete file refers to, counts)
-
-    def write(bucket: int, partition, kind: str, part: pa.Table, referenced: str | None = None) -> None:
-        location = provider.newDataLocation(spec, partition, f"cdclake-{uuid.uuid4().hex}-{kind}.parquet")
-        data, footer = _parquet_bytes(part)
-        _write(table, location, data)
-        counts = column_counts(part.schema, footer) if kind == "data" else None
-        files.append((bucket, kind, location, len(data), part.num_rows, referenced, counts))
-
-    for bucket in sorted(buckets):
-        partition = iceberg.DataFiles.data(spec, f"_cdc_bucket={bucket}")
-        if rows is not None and (part := rows.filter(pc.equal(rows["_cdc_bucket"], bucket))).num_rows:
-            write(bucket, partition, "data", part)
-        if deletes is None:
-            continue
-        part = _delete_table(deletes.filter(pc.equal(deletes["_cdc_bucket"], bucket)))
-        # one delete file per data file it deletes from, naming it (Iceberg's own writers' default
-        # granularity): a reader applies it to that file alone
-        for referenced in sorted(set(part["file_path"].to_pylist())):
-            write(bucket, partition, "deletes", part.filter(pc.equal(part["file_path"], referenced)), referenced)
     parquet = iceberg.FileFormat.PARQUET
     mapper, parser = iceberg.util.JsonUtil.mapper(), iceberg.ContentFileParser
 
-    def content_file(item):
-        bucket, kind, location, size, records, referenced, counts = item
+    def written(bucket: int, kind: str, part: pa.Table, referenced: str | None = None):
+        partition = iceberg.DataFiles.data(spec, f"_cdc_bucket={bucket}")
+        location = provider.newDataLocation(spec, partition, f"cdclake-{uuid.uuid4().hex}-{kind}.parquet")
+        data, footer = _parquet_bytes(part)
+        _write(table, location, data)
         if kind == "data":
             doc = {
                 "spec-id": spec_id,
@@ -202,28 +185,42 @@ def _write_files(spark, table, rows: pa.Table | None, deletes: pa.Table | None, 
                 "file-path": location,
                 "file-format": "parquet",
                 "partition": [bucket],
-                "file-size-in-bytes": size,
-                "record-count": records,
-                **(counts or {}),
+                "file-size-in-bytes": len(data),
+                "record-count": part.num_rows,
+                **(column_counts(part.schema, footer) or {}),
                 "sort-order-id": 0,  # unsorted, as Iceberg's DataFiles.builder has it
             }
-            return parser.fromJson(mapper.readTree(json.dumps(doc)), spec)
-        builder = (
+            return kind, parser.fromJson(mapper.readTree(json.dumps(doc)), spec)
+        built = (
             iceberg.FileMetadata.deleteFileBuilder(spec)
             .ofPositionDeletes()
-            .withRecordCount(records)
+            .withRecordCount(part.num_rows)
             .withReferencedDataFile(referenced)
-        )
-        return (
-            builder.withPath(location)
+            .withPath(location)
             .withFormat(parquet)
-            .withFileSizeInBytes(size)
+            .withFileSizeInBytes(len(data))
             .withPartitionPath(f"_cdc_bucket={bucket}")
             .build()
         )
+        return kind, built
 
-    with ThreadPoolExecutor(max_workers=FILE_THREADS) as pool:  # each file's Py4J calls wait on the JVM
-        return list(zip([f[1] for f in files], pool.map(content_file, files), strict=True))
+    def bucket_files(bucket: int) -> list:
+        out = []
+        if rows is not None and (part := rows.filter(pc.equal(rows["_cdc_bucket"], bucket))).num_rows:
+            out.append(written(bucket, "data", part))
+        if deletes is not None:
+            part = _delete_table(deletes.filter(pc.equal(deletes["_cdc_bucket"], bucket)))
+            # one delete file per data file it deletes from, naming it (Iceberg's own writers' default
+            # granularity): a reader applies it to that file alone
+            for referenced in sorted(set(part["file_path"].to_pylist())):
+                out.append(written(bucket, "deletes", part.filter(pc.equal(part["file_path"], referenced)), referenced))
+        return out
+
+    # buckets side by side: Arrow's filters and Parquet's encoding and compression run without the GIL (a
+    # large table's commit, which runs alone, used one core), and each file's Py4J calls wait on the JVM;
+    # a thread holds one bucket's rows at a time
+    with ThreadPoolExecutor(max_workers=FILE_THREADS) as pool:
+        return [built for found in pool.map(bucket_files, sorted(buckets)) for built in found]
 
 
 def append_rows(spark, table, rows: pa.Table, properties: dict[str, str]) -> bool:
