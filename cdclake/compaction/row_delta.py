@@ -109,6 +109,8 @@ def column_counts(schema: pa.Schema, footer: pq.FileMetaData) -> dict[str, dict[
     leaf = 0
     for field in schema:
         if pa.types.is_map(field.type):
+            if pa.types.is_nested(field.type.key_type) or pa.types.is_nested(field.type.item_type):
+                return None  # more leaves than a key and a value: the places of the columns after it are unknown
             leaf += 2  # a key and a value leaf (the lake's maps are of strings)
             continue
         if pa.types.is_nested(field.type) or not field.metadata or b"PARQUET:field_id" not in field.metadata:
@@ -163,7 +165,7 @@ def _write_files(spark, table, rows: pa.Table | None, deletes: pa.Table | None, 
     ``_old_key`` is all null), taken from the footer as written and handed to Iceberg as the JSON of the
     file (``ContentFileParser``): two Py4J calls a file. Iceberg reading each footer back for the same
     counts cost 10-20 ms of JVM a file, 128 files in a 100k-change batch of 4 tables (docs/decisions.md,
-    "The driver's files carry counts it already has"). No value bounds: the reads of these tables filter
+    "The driver's files carry the counts it already has"). No value bounds: the reads of these tables filter
     on the bucket (the partition) and on nulls, and a bucket's file of keys spread by hash has bounds
     that prune nothing.
     """
