@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -32,3 +34,35 @@ def test_the_kind_of_each_value_text_is_the_kind_of_its_value(values) -> None:
 
 def test_a_sql_null_falls_through_to_double_as_in_the_sql_case() -> None:
     assert _kind(pa.array([None, "12", "null"], pa.string())).to_pylist() == ["double", "bigint", None]
+
+
+def _sql_case_kind(text: str | None) -> str | None:
+    """Normalize's SQL ``CASE`` (``_KIND_SQL``) in Python: the reference for texts that are no value's."""
+    if text == "null":
+        return None
+    if text in ("true", "false"):
+        return "boolean"
+    if text is not None and text[:1] in ('"', "{", "["):
+        return "string"
+    if text is None or not re.fullmatch(r"-?[0-9]+", text) or text.endswith("\n"):
+        return "double"
+    if -(2**63) <= int(text) < 2**63:
+        return "bigint"
+    return "decimal(38,0)" if len(str(abs(int(text)))) <= 38 else "string"
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.none(),
+            st.text(alphabet='-0123456789 .e\n"{[١２', max_size=45),
+            st.from_regex(r"-?0{0,25}[0-9]{0,42}", fullmatch=True),
+        ),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_the_kind_of_any_text_is_the_sql_case_kind(texts) -> None:
+    # texts no value writes (leading zeros, a lone or doubled minus, other scripts' digits, a trailing newline)
+    assert _kind(pa.array(texts, pa.string())).to_pylist() == [_sql_case_kind(t) for t in texts]
