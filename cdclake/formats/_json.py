@@ -32,6 +32,8 @@ HEAD_MIN_CHARS = 256
 #: ... and at most this long; this many are kept, the most recently used first.
 HEAD_MAX_CHARS = 1 << 20
 HEADS = 16
+#: The rest of a record's line read by the C scanner is at most this long (a copy of it is made).
+REST_MAX_CHARS = 1 << 20
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 
 
@@ -81,6 +83,10 @@ class JsonScanner:
                 at = _WHITESPACE.match(text, at + 1).end()  # type: ignore[union-attr]
                 if text[at : at + 1] != '"':
                     return None
+                found = self._rest_of_line(text, at, name, head_value)
+                if found is not None:
+                    return found
+                self.duplicate = None  # what the C scanner saw before it failed is read again
                 decoder = self._decoder
                 pairs, end = JSONObject((text, at), decoder.strict, decoder.scan_once, None, list, {})
             else:
@@ -88,6 +94,26 @@ class JsonScanner:
         except (ValueError, RecursionError):  # JSONDecodeError is a ValueError
             return None
         return self._object([(name, head_value), *pairs]), end
+
+    def _rest_of_line(self, text: str, at: int, name: str, head_value: Any) -> tuple[dict[str, Any], int] | None:
+        """The record whose members after the first start at ``at``, read by the C scanner as the object
+        ``{`` + the rest of the line (one record per line, the common framing); None when that is not a
+        whole object (a record over several lines: the caller reads on in Python) or repeats ``name``
+        (the caller reads the record whole, so the reason names the first repeated member)."""
+        line_end = text.find("\n", at)
+        if line_end < 0:
+            line_end = len(text)
+        if line_end - at > REST_MAX_CHARS:
+            return None
+        try:
+            rest, end = self._decoder.scan_once("{" + text[at:line_end], 0)
+        except (StopIteration, ValueError):
+            return None
+        if type(rest) is not dict or name in rest:
+            return None
+        value = {name: head_value}
+        value.update(rest)
+        return value, at + end - 1  # the copy's "{" stands for the text's character before ``at``
 
     def _remember_head(self, text: str, pos: int, value: dict[str, Any]) -> None:
         name = next(iter(value))

@@ -60,6 +60,7 @@ VARIABLE_SCALE_DECIMAL = "io.debezium.data.VariableScaleDecimal"
 _INT_TYPES = frozenset({"int8", "int16", "int32", "int64"})
 _FLOAT_TYPES = frozenset({"float", "double", "float32", "float64"})  # JsonConverter writes float/double
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_NAIVE_EPOCH = dt.datetime(1970, 1, 1)
 _EPOCH_DATE = dt.date(1970, 1, 1)
 _VENDOR_DECIMAL = re.compile(r"com\.[A-Za-z0-9_]+\.cdc\.data\.Decimal")
 _VENDOR_TIMESTAMP = re.compile(r"com\.[A-Za-z0-9_]+\.cdc\.data\.[Tt]imestamp")
@@ -331,12 +332,13 @@ def _happy_path(schema: dict[str, Any]) -> Any:
         return decimal
     if name in _INTEGER_LOGICAL and kind in _INT_TYPES:
         logical, units = _INTEGER_LOGICAL[name]
+        text = _LOGICAL_TEXT[logical]
 
         def integer(value: Any) -> Any:
             if type(value) is not int:
                 return _ANOTHER_WAY
             try:
-                return _integer_logical(logical, value, units)
+                return text(value, units)
             except ValueError:
                 return _ANOTHER_WAY
 
@@ -520,11 +522,7 @@ def _convert(value: Any, schema: dict[str, Any], column: str, depth: int) -> Any
 
 def _integer_logical(kind: str, number: int, units: int) -> str:
     """An integer of a logical type (``_INTEGER_LOGICAL``: date, time or timestamp) as its text."""
-    if kind == "date":
-        return date_from_days(number)
-    if kind == "time":
-        return time_of_day(number, units)
-    return timestamp_from_epoch(number, units)
+    return _LOGICAL_TEXT[kind](number, units)
 
 
 def _integer(value: Any) -> int | None:
@@ -655,10 +653,11 @@ def date_from_days(days: int) -> str:
 
 
 def timestamp_from_epoch(value: int, units_per_second: int) -> str:
-    """An epoch count in ``units_per_second`` (1000: ms) as ISO-8601 UTC with ``Z`` (microseconds)."""
+    """An epoch count in ``units_per_second`` (1000: ms) as ISO-8601 UTC with ``Z`` (microseconds):
+    :func:`~cdclake.events.format_ts`'s spelling, from a naive epoch (no zone to convert per value)."""
     micros = value * 1_000_000 // units_per_second
     try:
-        return format_ts(_EPOCH + dt.timedelta(microseconds=micros))  # type: ignore[return-value]
+        return (_NAIVE_EPOCH + dt.timedelta(microseconds=micros)).isoformat(timespec="microseconds") + "Z"
     except OverflowError:
         raise ValueError(f"timestamp {value} is outside the years 1-9999") from None
 
@@ -670,6 +669,14 @@ def time_of_day(value: int, units_per_second: int) -> str:
     sign = "-" if micros < 0 else ""
     seconds, fraction = divmod(abs(micros), 1_000_000)
     return f"{sign}{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}.{fraction:06d}"
+
+
+#: An integer of each logical kind as its text, from the integer and its units per second (a date's are days).
+_LOGICAL_TEXT: dict[str, Any] = {
+    "date": lambda days, _units: date_from_days(days),
+    "time": time_of_day,
+    "timestamp": timestamp_from_epoch,
+}
 
 
 def parse_timestamp(text: str) -> dt.datetime | None:

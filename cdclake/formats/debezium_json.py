@@ -86,6 +86,11 @@ class DebeziumJsonDecoder(Decoder):
         self.hbase = hbase
         self.placeholder = options.str("unavailableValuePlaceholder", UNAVAILABLE_PLACEHOLDER) or None
         self._placeholder_b64 = base64.b64encode(self.placeholder.encode()).decode() if self.placeholder else None
+        #: Texts one of which a record's bytes hold when a value of it may be the placeholder: its own UTF-8
+        #: bytes, its base64's, or a backslash (an escape can spell it, or a ``"`` in it); None: no placeholder.
+        self._placeholder_probes = (
+            (self.placeholder.encode(), self._placeholder_b64.encode(), b"\\") if self.placeholder else None
+        )
         #: Records read that are not row changes, counted over every file this decoder read.
         self.skipped_tombstones = 0
         self.skipped_key_records = 0
@@ -193,6 +198,10 @@ class DebeziumJsonDecoder(Decoder):
         )
         envelope_fields = kc.struct_fields(schema) or {}
         meta: dict[str, Any] = {"op": op_code}
+        # most records hold no placeholder: three byte searches of the record rather than a look at every value
+        probes = self._placeholder_probes
+        start, end, data = source.offset, record.end, record.data
+        placeholder = probes is not None and any(data.find(probe, start, end) >= 0 for probe in probes)
         unavailable: list[str] = []
         column_types: dict[str, str] = {}
         for name in ("before", "after"):
@@ -200,7 +209,8 @@ class DebeziumJsonDecoder(Decoder):
             if image is None:
                 continue
             image_schema = envelope_fields.get(name)
-            image = self._drop_unavailable(image, kc.struct_fields(image_schema) or {}, unavailable)
+            if placeholder:
+                image = self._drop_unavailable(image, kc.struct_fields(image_schema) or {}, unavailable)
             try:
                 if hbase:
                     image = _hbase_image(image, self.hbase == "auto")

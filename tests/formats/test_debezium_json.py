@@ -956,6 +956,24 @@ def test_unavailable_value_placeholder_is_missing():
     assert custom.after == {"id": 1}
 
 
+def test_a_placeholder_is_missing_however_the_json_text_spells_it():
+    """The decoder looks at the values only when the record's bytes could spell the placeholder: its own
+    bytes, its base64's, or an escape. Spelled with escapes, or with a quote in it, it is still missing."""
+    fields = [{"type": "int32", "field": "id"}, {"type": "string", "optional": True, "field": "doc"}]
+    escaped = line(with_schema(fields, {"id": 1, "doc": "__debezium_unavailable_value"}, op="u")).replace(
+        b"__debezium_unavailable_value", b"\\u005f_debezium_unavailable\\u005fvalue"
+    )
+    assert b"__debezium_unavailable_value" not in escaped
+    [event] = events(rows(decode(escaped)))
+    assert event.after == {"id": 1} and event.meta["unavailable_columns"] == ["doc"]
+    quoted = line(with_schema(fields, {"id": 2, "doc": 'n/a "gone"'}, op="u"))
+    [event] = events(rows(decode(quoted, unavailableValuePlaceholder='n/a "gone"')))
+    assert event.after == {"id": 2}
+    # a record whose bytes hold none of them keeps its values
+    [event] = events(rows(decode(line(with_schema(fields, {"id": 3, "doc": "x"}, op="u")))))
+    assert event.after == {"id": 3, "doc": "x"} and "unavailable_columns" not in event.meta
+
+
 # --- framing and bad input ----------------------------------------------------------------------------------------
 
 

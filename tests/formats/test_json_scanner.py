@@ -2,7 +2,8 @@
 
 The law: scanning records with remembered heads gives exactly what parsing every record whole
 gives (values, ends, the repeated member noticed, errors and their positions), whatever follows a
-repeated head: more members, a repeated ``schema`` member, blanks, a trailing comma, junk, a cut.
+repeated head: more members, a repeated ``schema`` member, blanks, a trailing comma, junk, a cut,
+a line break inside the record.
 """
 
 from __future__ import annotations
@@ -64,6 +65,13 @@ _TAILS = [
     ',"payload":"\\ud800"}',
     ',"payload":' + "[" * 40 + "]" * 40 + "}",
     ',"payload":{"op":"c"}, "extra": -0.0e+5}',
+    # the rest of a line read as one object by the C scanner: records over several lines read on in
+    # Python, a repeated head member after a nested repeat, text after the record on its line
+    ',"payload":{"op":"c",\n"after":{"ID":1}}}',
+    ',\n"payload":{"op":"c"}}',
+    ',"payload":{"a":1,"a":2},"schema":{}}',
+    ',"payload":{"op":"c"}}  {"next":1}',
+    ',"payload":{"op":"c"}}\r',
 ]
 
 
