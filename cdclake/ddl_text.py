@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -36,24 +36,28 @@ from sqlglot.errors import SqlglotError, TokenError
 from sqlglot.tokens import Token, TokenType
 
 from cdclake.coltypes import BINARY, BOOLEAN, DATE, DOUBLE, LONG, STRING, TIMESTAMP, canonical_type
-from cdclake.schema_changes import (
+from cdclake.schema_changes import (  # DdlError, MAX_EVENT_CHARS, schema_changes_from_columns: re-exported
     ADD_COLUMN,
     CREATE_TABLE,
     DROP_COLUMN,
     DROP_TABLE,
+    MAX_EVENT_CHARS,
     MODIFY_COLUMN,
     RENAME_COLUMN,
     RENAME_TABLE,
     TRUNCATE,
+    DdlError,
     SchemaChange,
+    bounded_text,
+    schema_changes_from_columns,
 )
+
+__all__ = ["MAX_DDL_BYTES", "MAX_EVENT_CHARS", "DdlError", "parse_ddl", "schema_changes_from_columns"]
 
 logger = logging.getLogger(__name__)
 
 #: Largest DDL text read (UTF-8 bytes); DDL events are small, anything bigger is not DDL.
 MAX_DDL_BYTES = 1024 * 1024
-#: ``source_event`` keeps this many characters of a statement.
-MAX_EVENT_CHARS = 500
 #: Error messages quote this many characters of a statement.
 MAX_QUOTE_CHARS = 200
 #: AST nodes one statement may build (bounds parser work on hostile input).
@@ -78,10 +82,6 @@ _NOT_COLUMNS = frozenset(
 _ORACLE_TRUNCATE_OPTIONS = tuple("PRESERVE PURGE MATERIALIZED VIEW LOG DROP ALL REUSE STORAGE CASCADE".split())
 #: Words that may come between CREATE and TABLE.
 _TABLE_PREFIXES = frozenset("OR REPLACE GLOBAL LOCAL TEMPORARY TEMP UNLOGGED PRIVATE SHARDED DUPLICATED".split())
-
-
-class DdlError(ValueError):
-    """DDL text that cannot be turned into schema changes; the message names the statement and why."""
 
 
 class _Unreadable(Exception):
@@ -390,7 +390,7 @@ class _Statement:
 
     @property
     def event(self) -> str:
-        return _bounded(self.text, MAX_EVENT_CHARS)
+        return bounded_text(self.text, MAX_EVENT_CHARS)
 
     def where(self) -> str:
         place = f"DDL statement {self.number} of {self.count}" if self.count > 1 else "DDL statement"
@@ -398,7 +398,7 @@ class _Statement:
             place += f" in {self.source_file}"
             if self.source_offset is not None:
                 place += f" at offset {self.source_offset}"
-        return f"{place} {_bounded(self.text, MAX_QUOTE_CHARS)!r}"
+        return f"{place} {bounded_text(self.text, MAX_QUOTE_CHARS)!r}"
 
     def change(self, table: str, kind: str, **fields: Any) -> SchemaChange:
         return SchemaChange(
@@ -412,10 +412,6 @@ class _Statement:
         )
 
 
-def _bounded(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def _plain_name(node: Any, what: str, statement: _Statement) -> str:
     """An identifier's text; MySQL reads ``"name"`` as a string (unless ANSI_QUOTES): take it too."""
     if isinstance(node, exp.Column) and not node.table:
@@ -424,7 +420,7 @@ def _plain_name(node: Any, what: str, statement: _Statement) -> str:
         value = node.this
     else:
         shown = node.sql() if isinstance(node, exp.Expression) else repr(node)
-        raise _Unreadable(f"{what} {_bounded(shown, 80)} is not a plain name")
+        raise _Unreadable(f"{what} {bounded_text(shown, 80)} is not a plain name")
     if not isinstance(value, str) or not value:
         raise _Unreadable(f"{what} is empty")
     if "\x00" in value:
@@ -436,7 +432,7 @@ def _table_name(table: Any, statement: _Statement) -> str:
     """``schema.table`` as written, without quotes (the caller maps source names to lake tables)."""
     if not isinstance(table, exp.Table):
         shown = table.sql() if isinstance(table, exp.Expression) else repr(table)
-        raise _Unreadable(f"{_bounded(shown, 80)} is not a table name")
+        raise _Unreadable(f"{bounded_text(shown, 80)} is not a table name")
     parts = [table.args.get(key) for key in ("catalog", "db", "this")]
     return ".".join(_plain_name(part, "table name", statement) for part in parts if part is not None)
 
@@ -451,7 +447,7 @@ def _column_type(column_def: exp.ColumnDef, table: str, name: str, statement: _S
             "%s column %s: source type %s has no cdclake equivalent; it is stored as %s (%s)",
             table,
             name,
-            _bounded(dtype.sql(), 80),
+            bounded_text(dtype.sql(), 80),
             lake,
             statement.where(),
         )
@@ -669,7 +665,7 @@ def _opaque(verb: str, rest: str, dialect: Dialect, *, top_level: bool) -> None:
             or (first == "ALTER" and any(w.key == "TYPE" for w in clause))
             or (first == "SET" and second in ("SCHEMA", "UNUSED"))
         ):
-            shown = _bounded(" ".join(w.text for w in clause), 80)
+            shown = bounded_text(" ".join(w.text for w in clause), 80)
             raise _Unreadable(
                 f"clause {shown!r} may change a column or the table but is not written in a form cdclake reads",
                 risky=True,
@@ -726,7 +722,7 @@ def _split(text: str, dialects: dict[str, Dialect]) -> list[str]:
                 depth -= 1
         if deepest > MAX_NESTING:
             raise DdlError(
-                f"DDL text {_bounded(text, MAX_QUOTE_CHARS)!r} nests parentheses {deepest} deep; "
+                f"DDL text {bounded_text(text, MAX_QUOTE_CHARS)!r} nests parentheses {deepest} deep; "
                 f"DDL needs at most {MAX_NESTING}"
             )
         statements: list[str] = []
@@ -740,12 +736,12 @@ def _split(text: str, dialects: dict[str, Dialect]) -> list[str]:
                 current.append(token)
         if len(statements) > MAX_STATEMENTS:
             raise DdlError(
-                f"DDL text {_bounded(text, MAX_QUOTE_CHARS)!r} holds {len(statements)} statements; "
+                f"DDL text {bounded_text(text, MAX_QUOTE_CHARS)!r} holds {len(statements)} statements; "
                 f"cdclake reads at most {MAX_STATEMENTS} per event"
             )
         return statements
     raise DdlError(
-        f"DDL text {_bounded(text, MAX_QUOTE_CHARS)!r} cannot be split into statements: {'; '.join(problems)}"
+        f"DDL text {bounded_text(text, MAX_QUOTE_CHARS)!r} cannot be split into statements: {'; '.join(problems)}"
     )
 
 
@@ -760,8 +756,8 @@ def _parse_problem(exc: SqlglotError) -> str:
         if "TokenType.SENTINEL" in description:  # sqlglot shows its end-of-input marker
             description = description.split(" but got ")[0] + " but the statement ends"
         description = _TOKEN_REPR.sub(lambda m: repr(m[1]), description)
-        return f"{_bounded(description, 120)} (line {first.get('line')}, column {first.get('col')})"
-    return _bounded(str(exc).splitlines()[0], 120) if str(exc) else type(exc).__name__
+        return f"{bounded_text(description, 120)} (line {first.get('line')}, column {first.get('col')})"
+    return bounded_text(str(exc).splitlines()[0], 120) if str(exc) else type(exc).__name__
 
 
 def _joined(problems: list[tuple[str, str]]) -> str:
@@ -787,7 +783,7 @@ def _read_statement(statement: _Statement, dialects: dict[str, Dialect]) -> list
             problems.append((name, "nested too deeply"))
             continue
         except (ValueError, TypeError, AttributeError, IndexError, KeyError) as exc:  # sqlglot on odd input
-            problems.append((name, f"the parser failed ({type(exc).__name__}: {_bounded(str(exc), 80)})"))
+            problems.append((name, f"the parser failed ({type(exc).__name__}: {bounded_text(str(exc), 80)})"))
             continue
         if len(trees) != 1:
             problems.append((name, f"reads {len(trees)} statements"))
@@ -832,7 +828,7 @@ def parse_ddl(
     if size > MAX_DDL_BYTES:
         raise DdlError(
             f"DDL text of {size} bytes is larger than the {MAX_DDL_BYTES} bytes cdclake reads "
-            f"(starts {_bounded(text, MAX_QUOTE_CHARS)!r})"
+            f"(starts {bounded_text(text, MAX_QUOTE_CHARS)!r})"
         )
     flavor = None
     dialects = _GUESSED_DIALECTS
@@ -851,76 +847,4 @@ def parse_ddl(
             if default_table:
                 raise DdlError(f"{exc} (event of table {default_table})") from None
             raise
-    return changes
-
-
-# --- full column lists ----------------------------------------------------------------------------
-
-
-def _checked_name(name: Any, what: str, table: str) -> str:
-    if not isinstance(name, str) or not name:
-        raise DdlError(f"table {table}: {what} {name!r} is not a name")
-    if "\x00" in name:
-        raise DdlError(f"table {table}: {what} {name!r} contains a NUL character")
-    return name
-
-
-def _checked_type(column_type: Any, column: str, table: str) -> str | None:
-    if column_type is None:
-        return None
-    try:
-        return canonical_type(str(column_type))
-    except ValueError:
-        raise DdlError(f"table {table} column {column}: {column_type!r} is not a cdclake column type") from None
-
-
-def schema_changes_from_columns(
-    table: str,
-    previous: Sequence[tuple[str, str | None]] | None,
-    announced: Sequence[tuple[str, str | None]],
-    keys: Iterable[str] = (),
-    *,
-    seq: str | None = None,
-    source_file: str | None = None,
-    source_offset: int | None = None,
-    source_event: str = "",
-) -> list[SchemaChange]:
-    """The changes from a known column list to a full announced one (Qlik and GoldenGate SCHEMA events).
-
-    No known list gives one ``create_table``. Otherwise: ``add_column`` for new names (announced
-    order), then ``drop_column`` for missing ones (known order), then ``modify_column`` where both
-    types are known and differ. A full list cannot say that a column was renamed: a rename shows
-    as a drop of the old name and an add of the new one (its values start again from NULL).
-    Types are cdclake types or None (not said); the comparison is on canonical names.
-    """
-    table = _checked_name(table, "table name", table if isinstance(table, str) else "?")
-    key_names = tuple(dict.fromkeys(_checked_name(k, "key column", table) for k in keys))
-    fields = {
-        "seq": seq,
-        "source_file": source_file,
-        "source_offset": source_offset,
-        "source_event": _bounded(source_event, MAX_EVENT_CHARS),
-    }
-    new: dict[str, str | None] = {}
-    for name, column_type in announced:
-        name = _checked_name(name, "column name", table)
-        if name in new:
-            raise DdlError(f"table {table}: the announced columns name {name!r} twice")
-        new[name] = _checked_type(column_type, name, table)
-    if previous is None:
-        return [SchemaChange(table, CREATE_TABLE, columns=tuple(new.items()), keys=key_names, **fields)]
-    old = {_checked_name(n, "column name", table): _checked_type(t, n, table) for n, t in previous}
-    changes = [
-        SchemaChange(
-            table, ADD_COLUMN, column=name, type=column_type, keys=(name,) if name in key_names else (), **fields
-        )
-        for name, column_type in new.items()
-        if name not in old
-    ]
-    changes += [SchemaChange(table, DROP_COLUMN, column=name, **fields) for name in old if name not in new]
-    changes += [
-        SchemaChange(table, MODIFY_COLUMN, column=name, type=column_type, **fields)
-        for name, column_type in new.items()
-        if name in old and column_type is not None and old[name] is not None and old[name] != column_type
-    ]
     return changes

@@ -11,8 +11,11 @@ layout (so a rebuild from the change log stays correct after a rename).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
+
+from cdclake.coltypes import canonical_type
 
 #: Kinds of change (``SchemaChange.kind``).
 ADD_COLUMN = "add_column"
@@ -24,6 +27,13 @@ DROP_TABLE = "drop_table"
 RENAME_TABLE = "rename_table"
 TRUNCATE = "truncate"
 KINDS = (ADD_COLUMN, DROP_COLUMN, RENAME_COLUMN, MODIFY_COLUMN, CREATE_TABLE, DROP_TABLE, RENAME_TABLE, TRUNCATE)
+#: ``source_event`` keeps this many characters of a statement.
+MAX_EVENT_CHARS = 500
+
+
+class DdlError(ValueError):
+    """DDL text (or a column list) that cannot be turned into schema changes; the message names the
+    statement and why."""
 
 
 @dataclass(frozen=True)
@@ -84,3 +94,80 @@ class SchemaChange:
         data["columns"] = tuple(tuple(c) for c in data.get("columns") or ())
         data["keys"] = tuple(data.get("keys") or ())
         return cls(**data)
+
+
+def bounded_text(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, ``...`` marking the cut (for reasons and ``source_event``)."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# --- full column lists (here, not in ddl_text: a batch of SCHEMA events needs no SQL parser) -----------
+
+
+def _checked_name(name: Any, what: str, table: str) -> str:
+    if not isinstance(name, str) or not name:
+        raise DdlError(f"table {table}: {what} {name!r} is not a name")
+    if "\x00" in name:
+        raise DdlError(f"table {table}: {what} {name!r} contains a NUL character")
+    return name
+
+
+def _checked_type(column_type: Any, column: str, table: str) -> str | None:
+    if column_type is None:
+        return None
+    try:
+        return canonical_type(str(column_type))
+    except ValueError:
+        raise DdlError(f"table {table} column {column}: {column_type!r} is not a cdclake column type") from None
+
+
+def schema_changes_from_columns(
+    table: str,
+    previous: Sequence[tuple[str, str | None]] | None,
+    announced: Sequence[tuple[str, str | None]],
+    keys: Iterable[str] = (),
+    *,
+    seq: str | None = None,
+    source_file: str | None = None,
+    source_offset: int | None = None,
+    source_event: str = "",
+) -> list[SchemaChange]:
+    """The changes from a known column list to a full announced one (Qlik and GoldenGate SCHEMA events).
+
+    No known list gives one ``create_table``. Otherwise: ``add_column`` for new names (announced
+    order), then ``drop_column`` for missing ones (known order), then ``modify_column`` where both
+    types are known and differ. A full list cannot say that a column was renamed: a rename shows
+    as a drop of the old name and an add of the new one (its values start again from NULL).
+    Types are cdclake types or None (not said); the comparison is on canonical names.
+    """
+    table = _checked_name(table, "table name", table if isinstance(table, str) else "?")
+    key_names = tuple(dict.fromkeys(_checked_name(k, "key column", table) for k in keys))
+    fields = {
+        "seq": seq,
+        "source_file": source_file,
+        "source_offset": source_offset,
+        "source_event": bounded_text(source_event, MAX_EVENT_CHARS),
+    }
+    new: dict[str, str | None] = {}
+    for name, column_type in announced:
+        name = _checked_name(name, "column name", table)
+        if name in new:
+            raise DdlError(f"table {table}: the announced columns name {name!r} twice")
+        new[name] = _checked_type(column_type, name, table)
+    if previous is None:
+        return [SchemaChange(table, CREATE_TABLE, columns=tuple(new.items()), keys=key_names, **fields)]
+    old = {_checked_name(n, "column name", table): _checked_type(t, n, table) for n, t in previous}
+    changes = [
+        SchemaChange(
+            table, ADD_COLUMN, column=name, type=column_type, keys=(name,) if name in key_names else (), **fields
+        )
+        for name, column_type in new.items()
+        if name not in old
+    ]
+    changes += [SchemaChange(table, DROP_COLUMN, column=name, **fields) for name in old if name not in new]
+    changes += [
+        SchemaChange(table, MODIFY_COLUMN, column=name, type=column_type, **fields)
+        for name, column_type in new.items()
+        if name in old and column_type is not None and old[name] is not None and old[name] != column_type
+    ]
+    return changes

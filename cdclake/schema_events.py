@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cdclake.coltypes import canonical_type
-from cdclake.ddl_text import DdlError, parse_ddl, schema_changes_from_columns
 from cdclake.schema_changes import (
     ADD_COLUMN,
     CREATE_TABLE,
@@ -25,7 +24,9 @@ from cdclake.schema_changes import (
     MODIFY_COLUMN,
     RENAME_COLUMN,
     TRUNCATE,
+    DdlError,
     SchemaChange,
+    schema_changes_from_columns,
 )
 from cdclake.schema_evolution import evolve_columns
 
@@ -90,6 +91,8 @@ def changes_from_events(
             if not isinstance(text, str) or not text.strip():
                 result.rejects.append({"error": "DDL event carries no statement text", **_lineage(where)})
                 continue
+            from cdclake.ddl_text import parse_ddl  # the SQL parser (0.3 s to import) only for DDL text
+
             try:
                 parsed = parse_ddl(text, dialect=dialect, default_table=event.get("table"), **where)
             except DdlError as exc:
