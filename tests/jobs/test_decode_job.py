@@ -86,3 +86,21 @@ def test_local_processes_answer_in_slice_order(tmp_path):
     args = {"format_id": "goldengate-json", "options": {}, "state_path": None, "out": str(tmp_path / "out")}
     counts = run_tasks(args, [[f] for f in files], 2)
     assert [c["event"] for c in counts] == [1, 2, 3, 4, 5]
+
+
+def test_a_decode_process_converts_values_without_importing_pandas():
+    """pyarrow's first conversion of Python values imports pandas (0.4 s) unless the import is refused, as a
+    decode process refuses it; the values convert the same."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, datetime as dt\n"
+        "from cdclake.jobs.decode_processes import _NoPandas\n"
+        "sys.meta_path.insert(0, _NoPandas())\n"
+        "import pyarrow as pa\n"
+        "a = pa.array([dt.datetime(2024, 1, 2, 3, 4, 5, 6, tzinfo=dt.UTC), None], pa.timestamp('us', tz='UTC'))\n"
+        "print(a[0].as_py().isoformat(), pa.array([1, None]).null_count, 'pandas' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["2024-01-02T03:04:05.000006+00:00", "1", "False"]
