@@ -22,6 +22,7 @@ from cdclake.compaction.routing import _component_homes
 from cdclake.compaction.row_delta import POSITION_COLUMNS, Located, append_rows, commit_overwrite, commit_row_delta
 from cdclake.faults import inside_commit
 from cdclake.merge import bucket_of
+from cdclake.spark import java_class
 from cdclake.tables import BATCH_PROPERTY
 
 logger = logging.getLogger(__name__)
@@ -103,10 +104,10 @@ def _batch_events(spark, changelog: Path, source_table: str):
 
 def _events_folder(spark, changelog: Path, source_table: str) -> Path | None:
     """``source_table``'s partition folder of the change log (Spark's escaping of its name), if there is one."""
-    jvm = getattr(spark, "_jvm", None)
-    if jvm is None:
+    utils = java_class(spark, "org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils")
+    if utils is None:
         return None
-    escaped = jvm.org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils.escapePathName(source_table)
+    escaped = utils.escapePathName(source_table)
     folder = changelog / f"table={escaped}"
     return folder if folder.is_dir() else None
 

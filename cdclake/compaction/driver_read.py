@@ -36,7 +36,7 @@ def read_buckets(spark, name: str, snapshot_id: int, buckets: list[int], schema:
 
     columns = pa.schema(list(schema)[: -len(POSITION_COLUMNS)])
     table = _java_table(spark, name)
-    if table is None or file_schema(table, columns) is None:
+    if table is None or file_schema(spark, table, columns) is None:
         return None
     location = table.operations().current().metadataFileLocation()
     static = StaticTable.from_metadata(location, properties=_io_properties(location))

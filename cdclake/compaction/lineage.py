@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from cdclake.spark import java_class
 from cdclake.tables import BATCH_PROPERTY
 
 #: Snapshots walked one Py4J call at a time (several calls each); a longer lineage is read from the
@@ -24,10 +25,8 @@ COUNTS_PROPERTY = "cdclake.counts"
 
 def _java_table(spark, name: str):
     """Iceberg's ``Table`` of ``name`` as the session's catalog holds it, or None without a JVM."""
-    jvm = getattr(spark, "_jvm", None)
-    if jvm is None:
-        return None
-    return jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, name)
+    util = java_class(spark, "org.apache.iceberg.spark.Spark3Util")
+    return None if util is None else util.loadIcebergTable(spark._jsparkSession, name)
 
 
 def _lineage(spark, name: str) -> list[dict[str, Any]]:
@@ -43,7 +42,7 @@ def _lineage(spark, name: str) -> list[dict[str, Any]]:
     while snapshot is not None:
         if len(out) == WALK_SNAPSHOTS:  # a long history: its metadata as JSON in one Py4J call instead
             try:
-                parser = spark._jvm.org.apache.iceberg.TableMetadataParser
+                parser = java_class(spark, "org.apache.iceberg.TableMetadataParser")
                 return _lineage_from_metadata(json.loads(parser.toJson(table.operations().current())))
             except Exception:  # a table without operations (a wrapper): walk on
                 pass
@@ -143,7 +142,7 @@ def _head_summary(spark, name: str) -> dict[str, str]:
         if snapshot is None:
             return {}
         try:
-            text = spark._jvm.org.apache.iceberg.SnapshotParser.toJson(snapshot)
+            text = java_class(spark, "org.apache.iceberg.SnapshotParser").toJson(snapshot)
             return {str(k): str(v) for k, v in json.loads(text).get("summary", {}).items()}
         except Exception:  # not a snapshot Iceberg's parser knows: entry by entry
             return {str(k): str(v) for k, v in snapshot.summary().items()}
@@ -160,7 +159,7 @@ def table_properties(spark, name: str) -> dict[str, str]:
     at once), and walking the Java map costs a call per entry."""
     table = _java_table(spark, name)
     if table is not None:
-        text = spark._jvm.org.apache.iceberg.util.JsonUtil.mapper().writeValueAsString(table.properties())
+        text = java_class(spark, "org.apache.iceberg.util.JsonUtil").mapper().writeValueAsString(table.properties())
         return {str(k): str(v) for k, v in json.loads(text).items()}
     return {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {name}").collect()}
 
@@ -192,7 +191,7 @@ def _bucket_has_files(spark, name: str, bucket: int) -> bool:
     table = _java_table(spark, name)
     if table is None:
         return True
-    expression = spark._jvm.org.apache.iceberg.expressions.Expressions.equal("_cdc_bucket", bucket)
+    expression = java_class(spark, "org.apache.iceberg.expressions.Expressions").equal("_cdc_bucket", bucket)
     tasks = table.newScan().filter(expression).planFiles()
     try:
         return bool(tasks.iterator().hasNext())

@@ -31,6 +31,7 @@ import pyarrow.parquet as pq
 
 from cdclake.faults import AFTER_FILES_WRITTEN, fault_point
 from cdclake.merge import bucket_of
+from cdclake.spark import java_class
 
 #: Iceberg's reserved field ids of a position delete file's columns (the spec's ``file_path`` and ``pos``).
 DELETE_FILE_PATH_ID, DELETE_POS_ID = 2147483546, 2147483545
@@ -58,27 +59,40 @@ def _id(field_id: int) -> dict[bytes, bytes]:
     return {b"PARQUET:field_id": str(field_id).encode()}
 
 
-def file_schema(table, schema: pa.Schema) -> pa.Schema | None:
+def file_schema(spark, table, schema: pa.Schema) -> pa.Schema | None:
     """``schema`` with the Iceberg field ids of ``table`` (Iceberg's Java ``Table``), as its readers find
     columns in a Parquet file; None unless the table's schema is exactly these columns with these types (a
-    column we do not write would lose its values: the Spark write paths keep them)."""
-    fields = list(table.schema().columns())
+    column we do not write would lose its values: the Spark write paths keep them).
+
+    The schema comes as its JSON in one Py4J call: walking the Java columns cost four calls a column, and
+    the end of a Java list's iteration is an exception, which PySpark converts at a dozen more calls."""
+    text = java_class(spark, "org.apache.iceberg.SchemaParser").toJson(table.schema())
+    fields = json.loads(text)["fields"]
     if len(fields) != len(schema):
         return None
     out = []
     for field, arrow in zip(fields, schema, strict=True):
-        kind = field.type()
-        if field.name() != arrow.name or kind.toString() != iceberg_type(arrow.type):
+        kind = field["type"]
+        if field["name"] != arrow.name or _type_text(kind) != iceberg_type(arrow.type):
             return None
         arrow_type = arrow.type
         if pa.types.is_map(arrow_type):
-            entries = kind.asMapType()
             arrow_type = pa.map_(
-                pa.field("key", arrow_type.key_type, nullable=False, metadata=_id(entries.keyId())),
-                pa.field("value", arrow_type.item_type, metadata=_id(entries.valueId())),
+                pa.field("key", arrow_type.key_type, nullable=False, metadata=_id(kind["key-id"])),
+                pa.field("value", arrow_type.item_type, metadata=_id(kind["value-id"])),
             )
-        out.append(pa.field(arrow.name, arrow_type, metadata=_id(field.fieldId())))
+        out.append(pa.field(arrow.name, arrow_type, metadata=_id(field["id"])))
     return pa.schema(out)
+
+
+def _type_text(kind: Any) -> str:
+    """Iceberg's ``Type.toString`` of a type in its schema JSON: a primitive is its own text, a map an object
+    (other nested types are named only by their kind: no column we write has one)."""
+    if isinstance(kind, str):
+        return kind
+    if kind.get("type") == "map":
+        return f"map<{_type_text(kind['key'])}, {_type_text(kind['value'])}>"
+    return str(kind.get("type"))
 
 
 def _parquet_bytes(table: pa.Table) -> tuple[bytes, pq.FileMetaData]:
@@ -169,14 +183,14 @@ def _write_files(spark, table, rows: pa.Table | None, deletes: pa.Table | None, 
     on the bucket (the partition) and on nulls, and a bucket's file of keys spread by hash has bounds
     that prune nothing.
     """
-    iceberg = spark._jvm.org.apache.iceberg
     spec, provider = table.spec(), table.locationProvider()
     spec_id = spec.specId()
-    parquet = iceberg.FileFormat.PARQUET
-    mapper, parser = iceberg.util.JsonUtil.mapper(), iceberg.ContentFileParser
+    parquet = java_class(spark, "org.apache.iceberg.FileFormat").PARQUET
+    mapper = java_class(spark, "org.apache.iceberg.util.JsonUtil").mapper()
+    parser, data_files = (java_class(spark, f"org.apache.iceberg.{n}") for n in ("ContentFileParser", "DataFiles"))
 
     def written(bucket: int, kind: str, part: pa.Table, referenced: str | None = None):
-        partition = iceberg.DataFiles.data(spec, f"_cdc_bucket={bucket}")
+        partition = data_files.data(spec, f"_cdc_bucket={bucket}")
         location = provider.newDataLocation(spec, partition, f"cdclake-{uuid.uuid4().hex}-{kind}.parquet")
         data, footer = _parquet_bytes(part)
         _write(table, location, data)
@@ -194,7 +208,8 @@ def _write_files(spark, table, rows: pa.Table | None, deletes: pa.Table | None, 
             }
             return kind, parser.fromJson(mapper.readTree(json.dumps(doc)), spec)
         built = (
-            iceberg.FileMetadata.deleteFileBuilder(spec)
+            java_class(spark, "org.apache.iceberg.FileMetadata")
+            .deleteFileBuilder(spec)
             .ofPositionDeletes()
             .withRecordCount(part.num_rows)
             .withReferencedDataFile(referenced)
@@ -228,7 +243,7 @@ def _write_files(spark, table, rows: pa.Table | None, deletes: pa.Table | None, 
 def append_rows(spark, table, rows: pa.Table, properties: dict[str, str]) -> bool:
     """Append ``rows`` (a table with ``_cdc_bucket``, in the table's columns) to ``table`` in one commit
     with the snapshot ``properties``. False (nothing written) when the table's schema is not ``rows``'."""
-    schema = file_schema(table, rows.schema)
+    schema = file_schema(spark, table, rows.schema)
     if schema is None:
         return False
     rows = rows.cast(schema)
@@ -244,7 +259,7 @@ def append_rows(spark, table, rows: pa.Table, properties: dict[str, str]) -> boo
 
 def _in_buckets(spark, buckets: list[int]):
     """Iceberg's expression ``_cdc_bucket IN buckets`` (as ORs of equalities, what conflict checks take)."""
-    expressions = spark._jvm.org.apache.iceberg.expressions.Expressions
+    expressions = java_class(spark, "org.apache.iceberg.expressions.Expressions")
     out = expressions.alwaysFalse()
     for bucket in sorted(buckets):
         out = getattr(expressions, "or")(out, expressions.equal("_cdc_bucket", bucket))
@@ -258,7 +273,7 @@ def commit_overwrite(
     what the Spark overwrite of the driver's rows commits, serializable from ``read_snapshot`` (None: the
     table was empty when read, so its whole history is checked), with column counts. False (nothing
     written) when the table's schema is not ``rows``'."""
-    schema = file_schema(table, rows.schema)
+    schema = file_schema(spark, table, rows.schema)
     if schema is None:
         return False
     in_buckets = _in_buckets(spark, buckets)
@@ -288,7 +303,7 @@ def commit_row_delta(
     ``_pos`` of the rows they replace or delete) to ``table`` (Iceberg's Java ``Table``) as one ``RowDelta``
     validated from ``read_snapshot`` on ``buckets``. False (nothing written) when the table's schema is not
     ``rows``': the caller merges instead."""
-    schema = file_schema(table, rows.schema)
+    schema = file_schema(spark, table, rows.schema)
     if schema is None:
         return False
     delta = table.newRowDelta()
@@ -296,7 +311,7 @@ def commit_row_delta(
         delta = delta.addRows(built) if kind == "data" else delta.addDeletes(built)
     fault_point(AFTER_FILES_WRITTEN)  # the table's files are complete, no snapshot references them yet
     conflicts = _in_buckets(spark, buckets)
-    paths = spark._jvm.java.util.ArrayList()
+    paths = java_class(spark, "java.util.ArrayList")()
     for path in sorted(set(deletes["_file"].to_pylist())):
         paths.add(path)
     delta = (

@@ -32,6 +32,7 @@ from cdclake.jobs.decode import DECODED_SPARK_DDL
 from cdclake.naming import column_name_problem, iceberg_identifier, spark_table_name
 from cdclake.schema_changes import ADD_COLUMN, SchemaChange
 from cdclake.schema_evolution import HISTORY_PROPERTY, column_map, evolve_columns, parse_history
+from cdclake.spark import java_class
 from cdclake.transactions import held_inputs, held_output, split_incomplete, tx_mark
 
 #: Tables whose lake state (columns, schema history) is looked up at once.
@@ -541,5 +542,5 @@ def _driver_events(spark, event_dir: Path, carried_dirs: list[Path]) -> DriverEv
 
 def _partition_escape(spark):
     """Spark's escaping of a partition value in a folder name (what its ``partitionBy`` writes)."""
-    utils = spark._jvm.org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils
+    utils = java_class(spark, "org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils")
     return lambda value: str(utils.escapePathName(value))
