@@ -89,7 +89,8 @@ class GoldenGateJsonDecoder(Decoder):
         self.schema_path = Path(schema_dir) if schema_dir else None
         self._schemas: dict[str, dict[str, str] | str | None] = {}
         #: columns seen per table (for metadata change events)
-        self._layouts: dict[str, list[str]] = {}
+        #: Per table, the columns seen so far, in order (a dict: every record asks whether its columns are in it).
+        self._layouts: dict[str, dict[str, None]] = {}
         # Between records: whitespace and delimiters, in any number. The delimiter is tried first, one
         # whitespace character at a time, so that whitespace inside it (CDATA[\n]) is not eaten apart;
         # its non-blank core alone is accepted too (a writer on another OS may change its line ends).
@@ -228,17 +229,17 @@ class GoldenGateJsonDecoder(Decoder):
         The first record of a table only sets the baseline (JSON carries no layout of its own,
         and images of updates and deletes may be partial), so only additions are announced.
         """
-        names = [*(event.before or {}), *(event.after or {})]
-        if not names:  # a truncate carries no columns: it says nothing about the layout
+        before, after = event.before or {}, event.after or {}
+        if not before and not after:  # a truncate carries no columns: it says nothing about the layout
             return None
         known = self._layouts.get(event.table)
         if known is None:
-            self._layouts[event.table] = list(dict.fromkeys(names))
+            self._layouts[event.table] = dict.fromkeys([*before, *after])
             return None
-        added = [n for n in dict.fromkeys(names) if n not in known]
-        if not added:
+        if known.keys() >= after.keys() and known.keys() >= before.keys():  # the common case: one C call each
             return None
-        known.extend(added)
+        added = [n for n in dict.fromkeys([*before, *after]) if n not in known]
+        known.update(dict.fromkeys(added))
         types = event.meta.get("column_types") or {}
         ddl = {
             "columns": [{"name": n, "type": types.get(n)} for n in known],
