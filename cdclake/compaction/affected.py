@@ -17,8 +17,8 @@ import pyarrow.compute as pc
 
 from cdclake.compaction.batch_rows import RoutedBatch, Target
 from cdclake.compaction.driver_io import _current_rows
-from cdclake.compaction.driver_read import read_log
-from cdclake.compaction.lake_tables import ROW_KEYS_PROPERTY, TRUNCATE_BUCKET
+from cdclake.compaction.driver_read import read_buckets, read_log
+from cdclake.compaction.lake_tables import ROW_KEYS_PROPERTY, TRUNCATE_BUCKET, table_schema
 from cdclake.compaction.lineage import (
     _bucket_has_files,
     _fresh_snapshot_id,
@@ -160,7 +160,9 @@ def find_affected(
     key_set = affected.key_set
     if not full and not whole_log and (key_set is None or key_set):
         pairs = None
-        if batch.bulk and key_set is not None:  # every key change of a log of bounded size, at once: no join rounds
+        # every key change of a log of bounded size, at once, by pyiceberg: no join rounds, no Spark job (on a
+        # fresh application's first batch those took seconds a table)
+        if batch.in_driver and key_set is not None:
             if int(_head_summary(spark, log_name).get("total-records", 0)) <= LOG_READ_FACTOR * limit:
                 pairs = read_log(spark, log_name, PAIR_SCHEMA, key_changes=True)
         if pairs is not None:
@@ -196,10 +198,18 @@ def _fold_onto_rows(spark, target: Target, batch: RoutedBatch, affected: Affecte
     # through (no second scan in Spark)
     records = int(_head_summary(spark, name).get("total-records", limit + 1))
     if records <= limit:
-        whole = spark.table(name)
-        if direct:
-            whole = whole.select("*", *POSITION_COLUMNS)
-        table_arrow = whole.toArrow()
+        table_arrow = None
+        if direct and affected.read_snapshot is not None and target.columns is not None:
+            # by pyiceberg at the snapshot the merge validates from, as _current_rows reads buckets: no Spark
+            # job (a fresh application's first ones took seconds a table)
+            placed = table_schema(target.columns).append(pa.field("_file", pa.string()))
+            placed = placed.append(pa.field("_pos", pa.int64()))
+            table_arrow = read_buckets(spark, name, affected.read_snapshot, list(range(target.buckets)), placed)
+        if table_arrow is None:
+            whole = spark.table(name)
+            if direct:
+                whole = whole.select("*", *POSITION_COLUMNS)
+            table_arrow = whole.toArrow()
         if direct:
             affected.located = Located.of(table_arrow, buckets=range(target.buckets))
             table_arrow = table_arrow.drop_columns(POSITION_COLUMNS)

@@ -65,8 +65,8 @@ def fold_in_driver(
     # the batch's own rows are in hand already, so the bound is on what the log adds to them (a key change is
     # logged twice: a batch at the bound of events routes to more rows than that)
     log_bound = limit + good_arrow.num_rows
-    log_in_driver = None  # a bulk batch's touched buckets of a log of bounded size: read without Spark
-    if batch.bulk and key_set and not full and not whole_log:
+    log_in_driver = None  # the touched buckets of a log of bounded size: read without Spark
+    if batch.in_driver and key_set and not full and not whole_log:
         log_rows = int(_head_summary(spark, log_name).get("total-records", 0))
         if log_rows * len(affected.buckets) <= LOG_READ_FACTOR * limit * buckets:
             log_in_driver = read_log(spark, log_name, LOG_SCHEMA, buckets=affected.buckets)

@@ -40,7 +40,10 @@ def read_buckets(spark, name: str, snapshot_id: int, buckets: list[int], schema:
         return None
     location = table.operations().current().metadataFileLocation()
     static = StaticTable.from_metadata(location, properties=_io_properties(location))
-    scan = static.scan(row_filter=In("_cdc_bucket", set(buckets)), snapshot_id=snapshot_id)
+    # the current snapshot is read in the current schema (a scan at a snapshot id takes that snapshot's schema:
+    # a column renamed since its last commit would be missing by its new name)
+    current = static.metadata.current_snapshot_id == snapshot_id
+    scan = static.scan(row_filter=In("_cdc_bucket", set(buckets)), snapshot_id=None if current else snapshot_id)
     tasks = list(scan.plan_files())
     if any(d.content == DataFileContent.EQUALITY_DELETES for t in tasks for d in t.delete_files):
         return None
