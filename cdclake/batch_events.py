@@ -15,7 +15,7 @@ import json
 import os
 import shutil
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -394,37 +394,65 @@ def schema_events(events: pa.Table, columns: list[str]) -> list[dict[str, Any]]:
 WRITE_THREADS = 4
 
 
-def write_changelog(chunks: Iterable[pa.Table], folder: Path, batch_id: str, escape: Callable[[str], str]) -> None:
-    """The change log as Spark's ``partitionBy("table")`` write lays it out: ``table=<escaped>/`` folders
-    of Parquet files (one per chunk of events with rows of the table) without the ``table`` column, plus
-    ``_batch``; an empty file with the schema at the top when there is no row. ``escape``: Spark's
-    partition path escaping."""
-    if folder.exists():
-        shutil.rmtree(folder)
-    folder.mkdir(parents=True)
-    empty = None
-    written = False
-    # Parquet's encoding and compression run in C++ without the GIL: a chunk's tables are written side by
-    # side, and each chunk is done before the next is read (the driver holds one chunk)
-    with ThreadPoolExecutor(max_workers=WRITE_THREADS) as pool:
-        for index, events in enumerate(chunks):
-            stamped = events.append_column(BATCH_COLUMN, pa.array([batch_id] * events.num_rows, pa.string()))
-            name = f"part-{index:05d}-{uuid.uuid4()}.c000.snappy.parquet"
-            if not stamped.num_rows:
-                empty = empty or (stamped, name)
-                continue
-            tables = stamped["table"]
-            body = stamped.drop_columns(["table"])
-            writes = []
-            for table in pc.unique(tables).to_pylist():
-                part = folder / f"table={escape(table)}"
-                part.mkdir(exist_ok=True)
-                writes.append(pool.submit(_write, body.filter(pc.equal(tables, table)), part / name))
-            for write in writes:
-                write.result()
-            written = True
-    if not written and empty is not None:
-        _write(empty[0], folder / empty[1])
+class ChangelogWriter:
+    """The change log as Spark's ``partitionBy("table")`` write lays it out: ``table=<escaped>/`` folders of
+    Parquet files (one per chunk of events with rows of the table) without the ``table`` column, plus
+    ``_batch``; an empty file with the schema at the top when there is no row. ``escape``: Spark's partition
+    path escaping.
+
+    Parquet's encoding and compression run in C++ without the GIL: :meth:`add` starts a chunk's tables
+    writing side by side and returns, so the caller's own work on the chunk (normalize's survey) runs while
+    they are written; :meth:`wait` ends them (before the next chunk is read, so the driver holds one chunk).
+    """
+
+    def __init__(self, folder: Path, batch_id: str, escape: Callable[[str], str]) -> None:
+        if folder.exists():
+            shutil.rmtree(folder)
+        folder.mkdir(parents=True)
+        self.folder, self.batch_id, self.escape = folder, batch_id, escape
+        self._pool = ThreadPoolExecutor(max_workers=WRITE_THREADS, thread_name_prefix="changelog")
+        self._writes: list[Any] = []
+        self._chunks = 0
+        self._empty: tuple[pa.Table, str] | None = None
+        self._written = False
+
+    def __enter__(self) -> ChangelogWriter:
+        return self
+
+    def __exit__(self, kind: Any, error: Any, trace: Any) -> None:
+        if kind is None:
+            self.close()
+        else:  # the writes already started end (or fail) before the error goes on
+            self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def add(self, events: pa.Table) -> None:
+        """Start writing ``events`` (the previous chunk's writes end first)."""
+        self.wait()
+        stamped = events.append_column(BATCH_COLUMN, pa.array([self.batch_id] * events.num_rows, pa.string()))
+        name = f"part-{self._chunks:05d}-{uuid.uuid4()}.c000.snappy.parquet"
+        self._chunks += 1
+        if not stamped.num_rows:
+            self._empty = self._empty or (stamped, name)
+            return
+        tables = stamped["table"]
+        body = stamped.drop_columns(["table"])
+        for table in pc.unique(tables).to_pylist():
+            part = self.folder / f"table={self.escape(table)}"
+            part.mkdir(exist_ok=True)
+            self._writes.append(self._pool.submit(_write, body.filter(pc.equal(tables, table)), part / name))
+        self._written = True
+
+    def wait(self) -> None:
+        """End the writes started (raising the first one's error)."""
+        writes, self._writes = self._writes, []
+        for write in writes:
+            write.result()
+
+    def close(self) -> None:
+        self.wait()
+        self._pool.shutdown(wait=True)
+        if not self._written and self._empty is not None:
+            _write(self._empty[0], self.folder / self._empty[1])
 
 
 def _write(table: pa.Table, path: Path) -> None:
@@ -458,18 +486,21 @@ class DriverEvents:
         else:
             yield from event_chunks(self.files, self.max_rows, self.max_bytes)
 
-    def survey(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
-        """One pass: :func:`op_summary`, :func:`column_kinds` and :func:`schema_events` of the batch."""
+    def survey(
+        self, log: ChangelogWriter | None = None
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+        """One pass: :func:`op_summary`, :func:`column_kinds` and :func:`schema_events` of the batch; with
+        ``log``, the change log (the events of :data:`LOGGED_OPS`) written in the same pass, while each chunk is
+        surveyed (its caller discards it if the survey finds the log must be written otherwise)."""
         summaries, kinds, schema_rows = [], [], []
         for chunk in self.chunks():
+            if log is not None:
+                log.add(chunk.filter(pc.is_in(chunk["op"], LOGGED_OPS)))
             summaries.append(op_summary(chunk))
             kinds.append(column_kinds(chunk))
             schema_rows.extend(schema_events(chunk, SCHEMA_EVENT_COLUMNS))
+            if log is not None:
+                log.wait()  # before the next chunk is read: the driver holds one chunk
         if len(summaries) == 1:
             return summaries[0], kinds[0], schema_rows
         return merged_op_summary(summaries), merged_column_kinds(kinds), schema_rows
-
-    def logged(self) -> Iterator[pa.Table]:
-        """The second pass: the events the change log keeps, chunk by chunk."""
-        for chunk in self.chunks():
-            yield chunk.filter(pc.is_in(chunk["op"], LOGGED_OPS))

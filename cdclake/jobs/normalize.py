@@ -20,10 +20,10 @@ from typing import Any
 from cdclake.batch import read_manifest, write_json_atomic, write_report
 from cdclake.batch_events import (
     SCHEMA_EVENT_COLUMNS,
+    ChangelogWriter,
     DriverEvents,
     decoded_files,
     decoded_rows,
-    write_changelog,
 )
 from cdclake.coltypes import canonical_type, type_from_engine, unify
 from cdclake.compaction.lineage import table_properties
@@ -216,7 +216,12 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
         return report
     event_ddl = DECODED_SPARK_DDL.replace("kind string, ", "")
     local = _driver_events(spark, event_dir, carried_dirs)  # Arrow in the driver, no Spark job
-    grouped, local_kinds, local_schema_rows = local.survey() if local is not None else (None, None, None)
+    grouped = local_kinds = local_schema_rows = None
+    if local is not None:
+        # the change log is written in the survey's pass, as if nothing were to be quarantined: read once,
+        # written while surveyed; when something is, Spark's path below writes it again (overwrite)
+        with ChangelogWriter(batch_dir / "changelog", manifest.batch_id, _partition_escape(spark)) as log:
+            grouped, local_kinds, local_schema_rows = local.survey(log)
     if grouped is not None and any(r["marks"] for r in grouped):
         local = grouped = None  # transactions that may be incomplete: the Spark path splits them off
     events = None
@@ -426,8 +431,7 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
 
     if local is not None:
         tableless = any(r["table"] is None and r["op"] in (*ROW_OPS, "TRUNCATE") for r in grouped)
-        if not (schema.truncates or keyless or unsafe or tableless):
-            write_changelog(local.logged(), batch_dir / "changelog", manifest.batch_id, _partition_escape(spark))
+        if not (schema.truncates or keyless or unsafe or tableless):  # the change log the survey wrote stands
             return _finish(batch_dir, report, per_table, schema, heartbeat, layouts, 0)
         if local.whole is not None:
             events = spark.createDataFrame(local.whole, event_ddl.replace(", error string, raw binary", ""))
