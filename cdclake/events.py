@@ -138,7 +138,7 @@ def _write_json(value: Any, out: list[str]) -> None:
     elif value is False:
         out.append("false")
     elif isinstance(value, str):
-        out.append(json.dumps(value, ensure_ascii=False))
+        out.append(encode_basestring(value))
     elif isinstance(value, Decimal):
         out.append(str(value) if value.is_finite() else json.dumps(str(value)))
     elif isinstance(value, int):
@@ -150,7 +150,7 @@ def _write_json(value: Any, out: list[str]) -> None:
         for i, (k, v) in enumerate(value.items()):
             if i:
                 out.append(",")
-            out.append(json.dumps(str(k), ensure_ascii=False))
+            out.append(encode_basestring(str(k)))
             out.append(":")
             _write_json(v, out)
         out.append("}")

@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 from cdclake.compaction.batch_rows import RoutedBatch, Target
 from cdclake.compaction.driver_io import _current_rows
 from cdclake.compaction.driver_read import read_buckets, read_log
-from cdclake.compaction.lake_tables import ROW_KEYS_PROPERTY, TRUNCATE_BUCKET, table_schema
+from cdclake.compaction.lake_tables import ROW_KEYS_PROPERTY, TRUNCATE_BUCKET
 from cdclake.compaction.lineage import (
     _bucket_has_files,
     _fresh_snapshot_id,
@@ -202,9 +202,7 @@ def _fold_onto_rows(spark, target: Target, batch: RoutedBatch, affected: Affecte
         if direct and affected.read_snapshot is not None and target.columns is not None:
             # by pyiceberg at the snapshot the merge validates from, as _current_rows reads buckets: no Spark
             # job (a fresh application's first ones took seconds a table)
-            placed = table_schema(target.columns).append(pa.field("_file", pa.string()))
-            placed = placed.append(pa.field("_pos", pa.int64()))
-            table_arrow = read_buckets(spark, name, affected.read_snapshot, list(range(target.buckets)), placed)
+            table_arrow = read_buckets(spark, name, affected.read_snapshot, list(range(target.buckets)), target.columns)
         if table_arrow is None:
             whole = spark.table(name)
             if direct:

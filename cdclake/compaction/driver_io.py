@@ -166,8 +166,7 @@ def _current_rows(
     if records is not None and records * len(touched) <= BUCKET_READ_ROWS * buckets:
         read = None
         if positions and snapshot is not None and columns is not None:
-            placed = table_schema(columns).append(pa.field("_file", pa.string())).append(pa.field("_pos", pa.int64()))
-            read = read_buckets(spark, name, snapshot, touched, placed)
+            read = read_buckets(spark, name, snapshot, touched, columns)
         if read is None:
             read = current.toArrow()
         located = Located.of(read, buckets=touched) if positions else None
@@ -240,8 +239,7 @@ def _buckets_in_driver(spark, name: str, snapshot: int, buckets: list[int], colu
     reader does not apply (the overwrite then passes them through in Spark)."""
     if int(_head_summary(spark, name).get("total-records", DRIVER_OVERWRITE_ROWS + 1)) > DRIVER_OVERWRITE_ROWS:
         return None
-    placed = table_schema(columns).append(pa.field("_file", pa.string())).append(pa.field("_pos", pa.int64()))
-    read = read_buckets(spark, name, snapshot, buckets, placed)
+    read = read_buckets(spark, name, snapshot, buckets, columns)
     if read is None:
         return None
     read = read.drop_columns(POSITION_COLUMNS)

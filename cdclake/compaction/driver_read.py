@@ -20,20 +20,29 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cdclake.compaction.lake_tables import table_schema
 from cdclake.compaction.lineage import _java_table
 from cdclake.compaction.row_delta import POSITION_COLUMNS, file_schema
 
 logger = logging.getLogger(__name__)
 
 
-def read_buckets(spark, name: str, snapshot_id: int, buckets: list[int], schema: pa.Schema) -> pa.Table | None:
-    """Every live row of ``buckets`` of ``name`` at ``snapshot_id`` in ``schema`` (the table's columns, then
-    ``_file`` and ``_pos``), or None when this reader does not apply."""
+def placed_schema(columns: list[tuple[str, str]]) -> pa.Schema:
+    """The lake table of ``columns`` with each row's place: ``_file`` and ``_pos`` after its columns."""
+    return table_schema(columns).append(pa.field("_file", pa.string())).append(pa.field("_pos", pa.int64()))
+
+
+def read_buckets(
+    spark, name: str, snapshot_id: int, buckets: list[int], table_columns: list[tuple[str, str]]
+) -> pa.Table | None:
+    """Every live row of ``buckets`` of ``name`` at ``snapshot_id`` in :func:`placed_schema` of the table's
+    ``table_columns``, or None when this reader does not apply."""
     from pyiceberg.expressions import AlwaysTrue, In
     from pyiceberg.io.pyarrow import ArrowScan, _read_all_delete_files
     from pyiceberg.manifest import DataFileContent
     from pyiceberg.table import FileScanTask, StaticTable
 
+    schema = placed_schema(table_columns)
     columns = pa.schema(list(schema)[: -len(POSITION_COLUMNS)])
     table = _java_table(spark, name)
     if table is None or file_schema(spark, table, columns) is None:
