@@ -48,9 +48,9 @@ _BULK_SHARES: ContextVar[int] = ContextVar("bulk_shares", default=1)
 
 @contextmanager
 def whole_budget(shares: int) -> Iterator[None]:
-    """Inside: the table compacted here runs alone and may take ``shares`` tables' bulk bounds (the
-    compact job runs such tables one at a time, after the others; docs/decisions.md, "A large table
-    takes the driver's whole bulk budget, alone")."""
+    """Inside: the table compacted here may take ``shares`` tables' bulk bounds (the compact runner holds
+    that many shares of the driver's budget for it while it runs; docs/decisions.md, "A large table takes
+    the shares of the driver's bulk budget it needs")."""
     token = _BULK_SHARES.set(max(1, shares))
     try:
         yield

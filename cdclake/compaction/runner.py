@@ -15,7 +15,7 @@ import logging
 import sys
 import threading
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -31,21 +31,43 @@ class CompactFailed(RuntimeError):
         super().__init__(f"{len(failures)} table(s) failed to compact (a retry redoes only these): {detail}")
 
 
+class _Budget:
+    """The driver's bulk budget as ``total`` shares: a table takes its shares before it runs, and waits while
+    the tables running hold too many of them."""
+
+    def __init__(self, total: int) -> None:
+        self.free = total
+        self._changed = threading.Condition()
+
+    def take(self, shares: int) -> None:
+        with self._changed:
+            self._changed.wait_for(lambda: self.free >= shares)
+            self.free -= shares
+
+    def give(self, shares: int) -> None:
+        with self._changed:
+            self.free += shares
+            self._changed.notify_all()
+
+
 def compact_tables(
     spark,
     tables: list[str],
     compact_one: Callable[[Any, str], dict[str, Any]],
     threads: int = 4,
-    alone: Collection[str] = (),
+    shares: Mapping[str, int] | None = None,
 ) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
     """``compact_one(session, table)`` for every table; returns (reports by table, errors by table).
 
-    One table, or ``threads`` = 1: in the calling thread and session. Otherwise a pool of
-    ``threads`` workers, each with a session of its own made once. The tables of ``alone`` (each
-    takes the driver's whole bulk budget) run after the pool, one at a time, in the calling thread.
+    One table, or ``threads`` = 1: in the calling thread and session. Otherwise a pool of ``threads``
+    workers, each with a session of its own made once. The driver's bulk budget is ``threads`` shares, one a
+    table unless ``shares`` says more (a large table on the bulk path): a table runs once its shares are free,
+    so the tables running never hold more than the budget, and a large table runs beside small ones instead of
+    alone. The tables taking most shares start first (the longest, most often).
     """
     reports: dict[str, dict[str, Any]] = {}
     errors: dict[str, str] = {}
+    shares = shares or {}
 
     def one(session, table: str) -> None:
         started = time.perf_counter()
@@ -66,21 +88,24 @@ def compact_tables(
             flush=True,
         )
 
-    shared = [t for t in tables if t not in alone]
-    if len(shared) <= 1 or threads <= 1:
-        for table in shared:
+    if len(tables) <= 1 or threads <= 1:
+        for table in tables:
             one(spark, table)
-    else:
-        local = threading.local()
+        return reports, errors
+    budget = _Budget(threads)
+    local = threading.local()
 
-        def in_pool(table: str) -> None:
-            if not hasattr(local, "session"):
-                local.session = spark.newSession()
+    def in_pool(table: str) -> None:
+        if not hasattr(local, "session"):
+            local.session = spark.newSession()
+        taken = max(1, min(threads, shares.get(table, 1)))
+        budget.take(taken)
+        try:
             one(local.session, table)
+        finally:
+            budget.give(taken)
 
-        with ThreadPoolExecutor(max_workers=min(threads, len(shared)), thread_name_prefix="compact") as pool:
-            list(pool.map(in_pool, shared))
-    for table in tables:
-        if table in alone:
-            one(spark, table)
+    order = sorted(tables, key=lambda t: -shares.get(t, 1))  # stable: the given order among equals
+    with ThreadPoolExecutor(max_workers=min(threads, len(tables)), thread_name_prefix="compact") as pool:
+        list(pool.map(in_pool, order))
     return reports, errors

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -63,16 +64,16 @@ def _refresh(spark, layout: dict[str, Any]) -> None:
             spark.catalog.refreshTable(table)
 
 
-def _alone(spark, batch_dir: Path, tables: list[str], threads: int) -> set[str]:
-    """Tables too large for one table's share of the driver's bulk budget that fit the whole of it
-    (``threads`` shares): compacted one at a time, after the others, on the bulk path (docs/decisions.md,
-    "A large table takes the driver's whole bulk budget, alone")."""
-    alone = set()
+def _shares(spark, batch_dir: Path, tables: list[str], threads: int) -> dict[str, int]:
+    """Tables too large for one table's share of the driver's bulk budget that fit the whole of it (``threads``
+    shares) -> the shares each takes while it is compacted, on the bulk path (docs/decisions.md, "A large table
+    takes the shares of the driver's bulk budget it needs")."""
+    shares = {}
     for table in tables:
         needed = bulk_shares(spark, batch_dir / "changelog", table, table_events(batch_dir, table))
         if needed is not None and 1 < needed <= threads:
-            alone.add(table)
-    return alone
+            shares[table] = math.ceil(needed)
+    return shares
 
 
 def run(
@@ -104,17 +105,17 @@ def run(
         else:
             todo.append(source_table)
 
-    alone = _alone(spark, batch_dir, todo, threads)
+    shares = _shares(spark, batch_dir, todo, threads)
 
     def compact_one(session, source_table: str) -> dict[str, Any]:
-        with whole_budget(threads if source_table in alone else 1):
+        with whole_budget(shares.get(source_table, 1)):
             return compact_table(
                 session, batch_dir, manifest.batch_id, source_table, layouts[source_table], buckets, full_refresh
             )
 
     for namespace in sorted({layouts[t]["spark_name"].rsplit(".", 1)[0] for t in todo}):
         ensure_namespace(spark, namespace)  # once, before the tables' sessions race to create it
-    done, errors = compact_tables(spark, todo, compact_one, threads, alone)
+    done, errors = compact_tables(spark, todo, compact_one, threads, shares)
     if len(todo) > 1 and threads > 1:  # committed from other sessions: this one's cached copies are stale
         for source_table in todo:
             _refresh(spark, layouts[source_table])

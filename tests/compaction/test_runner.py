@@ -1,4 +1,4 @@
-"""The compact runner's scheduling: tables side by side, the ones that take the whole bulk budget alone."""
+"""The compact runner's scheduling: tables side by side, within the shares of the driver's bulk budget."""
 
 from __future__ import annotations
 
@@ -15,38 +15,56 @@ class Sessions:
         return Sessions()
 
 
-def test_tables_of_the_whole_budget_run_after_the_others_one_at_a_time_in_the_calling_thread():
+def test_the_tables_running_never_hold_more_than_the_budget_and_large_ones_run_beside_small_ones():
     spark = Sessions()
-    running: set[str] = set()
-    log: list[tuple[str, str, frozenset[str], str]] = []
+    shares = {"big1": 2, "big2": 3}
+    running: dict[str, int] = {}
+    held: list[int] = []
+    beside: set[str] = set()
+    starts: list[str] = []
+    threads_seen: set[str] = set()
     lock = threading.Lock()
 
     def compact_one(session, table: str) -> dict:
         with lock:
-            running.add(table)
-            log.append(("start", table, frozenset(running), threading.current_thread().name))
+            starts.append(table)
+            running[table] = shares.get(table, 1)
+            held.append(sum(running.values()))
+            threads_seen.add(threading.current_thread().name)
         time.sleep(0.05)
         with lock:
-            running.discard(table)
+            if len(running) > 1:
+                beside.update(running)
+            del running[table]
         return {"status": "committed"}
 
     tables = ["a", "big1", "b", "c", "big2"]
-    reports, errors = compact_tables(spark, tables, compact_one, threads=3, alone={"big1", "big2"})
-    assert not errors and set(reports) == set(tables)
-    starts = [table for _, table, _, _ in log]
-    assert set(starts[:3]) == {"a", "b", "c"} and starts[3:] == ["big1", "big2"]
-    for _, table, others, thread in log:
-        if table.startswith("big"):  # nothing else holds the driver's budget meanwhile
-            assert others == {table} and thread == threading.current_thread().name
-    assert any(len(others) > 1 for _, table, others, _ in log if not table.startswith("big"))  # side by side
+    reports, errors = compact_tables(spark, tables, compact_one, threads=4, shares=shares)
+    assert not errors and set(reports) == set(tables) and sorted(starts) == sorted(tables)
+    assert max(held) <= 4  # the driver's budget: four shares
+    assert starts[0] == "big2"  # most shares first
+    assert {"big1"} & beside and "big2" in beside  # each large table ran beside a small one
+    assert threading.current_thread().name not in threads_seen  # in the pool's sessions
 
 
-def test_a_failing_table_of_the_whole_budget_is_reported_and_the_others_go_on():
+def test_one_table_or_one_thread_runs_in_the_calling_thread():
+    names: list[str] = []
+
+    def compact_one(session, table: str) -> dict:
+        names.append(threading.current_thread().name)
+        return {"status": "committed"}
+
+    compact_tables(Sessions(), ["a", "b"], compact_one, threads=1, shares={"a": 2})
+    compact_tables(Sessions(), ["a"], compact_one, threads=4)
+    assert set(names) == {threading.current_thread().name}
+
+
+def test_a_failing_large_table_is_reported_and_gives_back_its_shares():
     def compact_one(session, table: str) -> dict:
         if table == "big":
             raise RuntimeError("out of luck")
         return {"status": "committed"}
 
-    reports, errors = compact_tables(Sessions(), ["a", "big", "b"], compact_one, threads=2, alone={"big"})
+    reports, errors = compact_tables(Sessions(), ["a", "big", "b"], compact_one, threads=2, shares={"big": 2})
     assert errors == {"big": "RuntimeError: out of luck"}
     assert reports["a"]["status"] == reports["b"]["status"] == "committed" and reports["big"]["status"] == "failed"

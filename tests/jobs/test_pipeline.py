@@ -208,12 +208,12 @@ def test_a_bulk_batch_whose_key_changes_route_past_the_bound_still_folds_in_the_
 
 
 @pytest.mark.parametrize(("threads", "fold"), [("4", "driver, committed from the driver"), ("2", "workers")])
-def test_a_table_over_its_share_takes_the_whole_bulk_budget_alone(
+def test_a_table_over_its_share_takes_the_shares_of_the_bulk_budget_it_needs(
     spark, warehouse, tmp_path, monkeypatch, threads, fold
 ):
     """A bulk bound of 4 events per table, and a table of 10 events: it needs 2.5 tables' shares of the
-    driver's budget. With 4 (``CDCLAKE_COMPACT_THREADS``) it folds in the driver, alone, after the batch's
-    other table; with 2 on the workers. Either way, the same rows."""
+    driver's budget. With 4 (``CDCLAKE_COMPACT_THREADS``) it takes 3 and folds in the driver, beside the
+    batch's other table; with 2 on the workers. Either way, the same rows."""
     monkeypatch.setenv("CDCLAKE_DRIVER_FOLD_ROWS", "0")
     monkeypatch.setenv("CDCLAKE_DRIVER_BULK_ROWS", "4")
     monkeypatch.setenv("CDCLAKE_COMPACT_THREADS", threads)
