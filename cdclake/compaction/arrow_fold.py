@@ -63,9 +63,13 @@ def _run_ends(flags: np.ndarray, gid: np.ndarray, groups: int, last: bool = True
 
 
 class _Image:
-    """One image column (a map of column -> JSON text) flattened once, looked up per column name."""
+    """One image column (a map of column -> JSON text) flattened once, looked up per column name.
 
-    def __init__(self, images: pa.MapArray, n: int):
+    The maps stay in the events' own order (no copy of every image's text into the sorted order: the
+    largest part of a bulk batch); ``order`` (the sorted position -> event) turns each lookup's answers
+    into the sorted order."""
+
+    def __init__(self, images: pa.MapArray, n: int, order: np.ndarray):
         offsets = _np(images.offsets).astype(np.int64)  # absolute into the children (a slice keeps them)
         start, end = (int(offsets[0]), int(offsets[-1])) if offsets.size else (0, 0)
         self.parents = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets)) if n else np.zeros(0, np.int64)
@@ -74,9 +78,10 @@ class _Image:
         self.codes = _np(encoded.indices).astype(np.int64)
         self.code_of = {k: i for i, k in enumerate(encoded.dictionary.to_pylist())}
         self.n = n
+        self.order = order
 
     def lookup(self, name: str) -> tuple[np.ndarray, np.ndarray]:
-        """(has the name, per event; the flat index of its value, -1 where absent)."""
+        """(has the name, per sorted event; the flat index of its value, -1 where absent)."""
         present = np.zeros(self.n, dtype=bool)
         at = np.full(self.n, -1, dtype=np.int64)
         code = self.code_of.get(name)
@@ -85,7 +90,7 @@ class _Image:
             events = self.parents[flat_idx]
             present[events] = True
             at[events[::-1]] = flat_idx[::-1]  # a duplicated name: its first value, as a map lookup gives
-        return present, at
+        return present[self.order], at[self.order]
 
     def texts(self, at: np.ndarray) -> list:
         return self.values.take(pa.array(at, pa.int64())).to_pylist() if at.size else []
@@ -96,13 +101,15 @@ def fold_arrow(events: pa.Table, columns: list[tuple[str, str]], batch_id: str, 
     row, as ``fold_part`` with markers gives them (real column names, :func:`_out_schema`)."""
     schema = _out_schema(columns)
     n = events.num_rows
+    scalars = events.drop_columns(["before", "after"])  # the images are read in place (_Image)
     if n:
         seq = pc.fill_null(events["seq"], "")
         table = events.select(["_key", "source_file", "source_offset", "_cdc_batch"]).append_column("_seq", seq)
         order = pc.sort_indices(table, sort_keys=[(c, "ascending", "at_start") for c in _ORDER])
-        ev = events.append_column("_seq", seq).take(order).combine_chunks()
+        ev = scalars.append_column("_seq", seq).take(order).combine_chunks()
     else:
-        ev = events.append_column("_seq", pa.array([], pa.string()))
+        order = pa.array([], pa.uint64())
+        ev = scalars.append_column("_seq", pa.array([], pa.string()))
     key = ev["_key"].combine_chunks()
     seq = ev["_seq"].combine_chunks()
     new_key = _differs(key)
@@ -132,7 +139,9 @@ def fold_arrow(events: pa.Table, columns: list[tuple[str, str]], batch_id: str, 
     gone = (last_g < 0) | is_delete[np.maximum(last_g, 0)] if n else np.zeros(0, dtype=bool)
     base_applies = (reset_g < 0) | is_delete[np.maximum(reset_g, 0)] if n else np.zeros(0, dtype=bool)
     base_g = _run_ends(live & after_reset, gid, groups, last=False)
-    after, before = _Image(ev["after"].combine_chunks(), n), _Image(ev["before"].combine_chunks(), n)
+    sorted_rows = _np(order).astype(np.int64)
+    after = _Image(events["after"].combine_chunks(), n, sorted_rows)
+    before = _Image(events["before"].combine_chunks(), n, sorted_rows)
 
     arrays = []
     for name, type_name in columns:
