@@ -28,6 +28,7 @@ import pyarrow.parquet as pq
 
 from cdclake.coltypes import DECIMAL_INTEGER
 from cdclake.events import EVENT_SCHEMA, ROW_OPS
+from cdclake.parquet_stats import statistics_columns
 
 #: Column of the change log written per batch (the batch id), after the event columns.
 BATCH_COLUMN = "_batch"
@@ -458,7 +459,7 @@ class ChangelogWriter:
 def _write(table: pa.Table, path: Path) -> None:
     """``table`` to ``path`` under a temporary name, renamed once whole."""
     temp = path.with_name("." + path.name + ".tmp")
-    pq.write_table(table, temp, compression="snappy")
+    pq.write_table(table, temp, compression="snappy", write_statistics=statistics_columns(table.schema))
     os.replace(temp, path)
 
 

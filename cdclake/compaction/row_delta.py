@@ -31,6 +31,7 @@ import pyarrow.parquet as pq
 
 from cdclake.faults import AFTER_FILES_WRITTEN, fault_point
 from cdclake.merge import bucket_of
+from cdclake.parquet_stats import statistics_columns
 from cdclake.spark import java_class
 
 #: Iceberg's reserved field ids of a position delete file's columns (the spec's ``file_path`` and ``pos``).
@@ -105,6 +106,7 @@ def _parquet_bytes(table: pa.Table) -> tuple[bytes, pq.FileMetaData]:
         compression="zstd",
         store_decimal_as_integer=True,
         coerce_timestamps="us",
+        write_statistics=statistics_columns(table.schema),
         metadata_collector=footer,
     )
     return sink.getvalue(), footer[0]

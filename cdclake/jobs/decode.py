@@ -32,6 +32,7 @@ from cdclake.formats._avro_binary import OCF_MAGIC, SYNC_SIZE, Malformed, read_v
 from cdclake.formats._gg_avro import codec_problem, ocf_header
 from cdclake.jobs.decode_processes import run_tasks
 from cdclake.options import Options
+from cdclake.parquet_stats import statistics_columns
 from cdclake.reading import GZIP_MAGIC, LandingFileError, read_landing_bytes
 from cdclake.registry import get_decoder
 from cdclake.settings import Settings
@@ -154,7 +155,12 @@ def decode_to_files(
             folder = Path(out_dir) / f"kind={kind}"
             folder.mkdir(parents=True, exist_ok=True)
             temps[kind] = folder / f".part-{part}.{os.getpid()}.tmp"
-            writers[kind] = pq.ParquetWriter(str(temps[kind]), DECODED_FILE_SCHEMA, compression="snappy")
+            writers[kind] = pq.ParquetWriter(
+                str(temps[kind]),
+                DECODED_FILE_SCHEMA,
+                compression="snappy",
+                write_statistics=statistics_columns(DECODED_FILE_SCHEMA),
+            )
         writers[kind].write_batch(batch)
 
     thresholds = gc.get_threshold()
