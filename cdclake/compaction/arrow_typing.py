@@ -185,7 +185,7 @@ def _valid_values(names: pa.Array, texts: pa.Array, types: dict[str, str]) -> np
 
 def _key_texts(
     names: pa.Array, texts: pa.Array, parents: np.ndarray, rows: int, keys: list[str], types: dict[str, str]
-) -> tuple[list[str | None], np.ndarray]:
+) -> tuple[pa.Array, np.ndarray]:
     """Per row, the canonical key text of its image (None: a key column missing) and whether the
     reference must key it (a key value not in canonical form, a key column repeated)."""
     unsure = np.zeros(rows, dtype=bool)
@@ -206,10 +206,10 @@ def _key_texts(
         pieces.append(pa.array(piece, pa.string()))
     joined = pc.binary_join_element_wise(*pieces, ",", null_handling="emit_null")
     keyed = pc.binary_join_element_wise("[", joined, "]", "", null_handling="emit_null")
-    return keyed.to_pylist(), unsure
+    return keyed, unsure
 
 
-def image_keys(images: pa.Array, keys: list[str], types: dict[str, str]) -> tuple[list[str | None], np.ndarray]:
+def image_keys(images: pa.Array, keys: list[str], types: dict[str, str]) -> tuple[pa.Array, np.ndarray]:
     """Per row of a map column of images: its key text (None: no image, or no key) and whether the
     reference must judge the row (a value or a key the patterns do not accept)."""
     rows = len(images)

@@ -95,45 +95,48 @@ def route_events(
         is_row = pc.fill_null(pc.is_in(batch.column("op"), pa.array(sorted(ROW_OPS), pa.string())), False)
         picked = batch if pc.all(is_row).as_py() is not False else batch.filter(is_row)
         count = picked.num_rows
-        ops = picked.column("op").to_pylist()
         if translate:
-            before_keys = after_keys = [None] * count
+            found: list[str | None] = [None] * count
+            old: list[str | None] = [None] * count
             unsure = np.ones(count, dtype=bool)
         else:
             before_keys, unsure_before = image_keys(picked.column("before"), keys, types)
             after_keys, unsure_after = image_keys(picked.column("after"), keys, types)
-            unsure = unsure_before | unsure_after
-        found: list[str | None] = [None] * count
-        old: list[str | None] = [None] * count
+            key, old_key = _chosen_keys(picked.column("op"), before_keys, after_keys)
+            unsure = unsure_before | unsure_after | ~_valid(key)  # no key: the reference words the error
+            sure = pa.array(~unsure)
+            found = pc.if_else(sure, key, pa.scalar(None, pa.string())).to_pylist()
+            old = pc.if_else(sure, old_key, pa.scalar(None, pa.string())).to_pylist()
         errors: list[str | None] = [None] * count
-        for i, op in enumerate(ops):  # merge.prepare's choice of key, on the key texts
-            if unsure[i]:
-                continue
-            before_key, after_key = before_keys[i], after_keys[i]
-            if op == "DELETE":
-                key = before_key or after_key
-            elif op == "UPDATE":
-                key = after_key or before_key
-                if after_key is not None and before_key is not None and after_key != before_key:
-                    old[i] = before_key
-            else:
-                key = after_key
-            if key is None:  # the reference words the error
-                unsure[i] = True
-            found[i] = key
         _route_by_reference(picked, np.flatnonzero(unsure), found, old, errors, keys, types, cmap)
-        emitted: list[tuple[Any, ...]] = []  # (row, _key, _old_key, _cdc_bucket, _role, _error)
-        for i in range(count):
-            if errors[i] is not None:
-                emitted.append((i, None, None, None, "error", errors[i]))
-                continue
-            key, old_key = found[i], old[i]
-            bucket = bucket_of(key, buckets)
-            emitted.append((i, key, old_key, bucket, "main", None))
-            if old_key is not None and bucket_of(old_key, buckets) != bucket:
-                # logged under the old key's bucket too, so a refold of the old key finds it
-                emitted.append((i, key, old_key, bucket_of(old_key, buckets), "link", None))
-        yield _routed_batch(picked, emitted, batch_id)
+        yield _routed_batch(picked, found, old, errors, buckets, batch_id)
+
+
+def _valid(array: pa.Array) -> np.ndarray:
+    return pc.is_valid(array).to_numpy(zero_copy_only=False)
+
+
+def _chosen_keys(op: pa.Array, before_keys: pa.Array, after_keys: pa.Array) -> tuple[pa.Array, pa.Array]:
+    """``merge.prepare``'s choice of key and old key, on the key texts of every event at once: a delete's
+    key is its before image's (else its after's), an update's its after image's (else its before's, and the
+    before's is its old key when both are there and differ), any other event's its after image's."""
+    is_delete = pc.fill_null(pc.equal(op, "DELETE"), False)
+    is_update = pc.fill_null(pc.equal(op, "UPDATE"), False)
+    key = pc.if_else(
+        is_delete,
+        pc.coalesce(before_keys, after_keys),
+        pc.if_else(is_update, pc.coalesce(after_keys, before_keys), after_keys),
+    )
+    moved = pc.and_(is_update, pc.fill_null(pc.not_equal(after_keys, before_keys), False))
+    return key, pc.if_else(moved, before_keys, pa.scalar(None, pa.string()))
+
+
+def _buckets(keys: pa.Array, buckets: int) -> np.ndarray:
+    """``bucket_of`` of every key text (-1 for NULL), hashed once per distinct key."""
+    encoded = pc.dictionary_encode(keys)
+    per_key = np.array([bucket_of(k, buckets) for k in encoded.dictionary.to_pylist()] + [-1], dtype=np.int64)
+    indices = pc.fill_null(encoded.indices, len(encoded.dictionary)).to_numpy(zero_copy_only=False)
+    return per_key[indices]
 
 
 def _route_by_reference(
@@ -172,22 +175,48 @@ def _route_by_reference(
         found[i], old[i] = event.key, event.old_key
 
 
-def _routed_batch(picked: pa.RecordBatch, emitted: list[tuple[Any, ...]], batch_id: str) -> pa.RecordBatch:
-    """The routed rows: ``emitted``'s (row of ``picked``, key, old key, bucket, role, error), in order."""
-    rows, *values = [list(c) for c in zip(*emitted, strict=True)] if emitted else [[]] * 6
-    positions = np.array(rows, dtype=np.int64)
-    unchanged = len(positions) == picked.num_rows and bool((positions == np.arange(len(positions))).all())
-    taken = picked if unchanged else picked.take(pa.array(positions))  # most batches: every row once, in order
-    computed = dict(zip(("_key", "_old_key", "_cdc_bucket", "_role", "_error"), values, strict=True))
-    computed["_cdc_batch"] = [batch_id] * len(rows)
+def _routed_batch(
+    picked: pa.RecordBatch,
+    found: list[str | None],
+    old: list[str | None],
+    errors: list[str | None],
+    buckets: int,
+    batch_id: str,
+) -> pa.RecordBatch:
+    """The routed rows of ``picked``, in order: per event its ``error`` row, or its ``main`` row under its
+    key's bucket, followed by a ``link`` row under its old key's bucket when a key change crosses buckets
+    (logged there too, so a refold of the old key finds it)."""
+    count = picked.num_rows
+    key, old_key, error = (pa.array(values, pa.string()) for values in (found, old, errors))
+    failed = _valid(error) if error.null_count < count else np.zeros(count, dtype=bool)
+    bucket = _buckets(key, buckets)
+    old_bucket = _buckets(old_key, buckets) if old_key.null_count < count else np.full(count, -1, dtype=np.int64)
+    link = ~failed & (old_bucket >= 0) & (old_bucket != bucket)
+    copies = 1 + link.astype(np.int64)
+    positions = np.repeat(np.arange(count, dtype=np.int64), copies)
+    second = np.zeros(len(positions), dtype=bool)
+    second[(np.cumsum(copies) - 1)[link]] = True  # each link row follows its main row
+    role = np.where(failed[positions], "error", np.where(second, "link", "main"))
+    row_bucket = np.where(second, old_bucket[positions], bucket[positions])
+    unchanged = len(positions) == count  # most batches: every row once, in order
+    index = None if unchanged else pa.array(positions)
+    taken = picked if unchanged else picked.take(index)
+    computed = {
+        "_key": key if unchanged else key.take(index),
+        "_old_key": old_key if unchanged else old_key.take(index),
+        "_cdc_bucket": pa.array(row_bucket, pa.int32(), mask=row_bucket < 0),
+        "_role": pa.array(role, pa.string()),
+        "_error": error if unchanged else error.take(index),
+        "_cdc_batch": pa.array([batch_id] * len(positions), pa.string()),
+    }
     arrays = []
     for field in ROUTED_SCHEMA:
         if field.name in computed:
-            arrays.append(pa.array(computed[field.name], field.type))
+            arrays.append(computed[field.name].cast(field.type))
         elif field.name in taken.schema.names:
             arrays.append(taken.column(field.name).cast(field.type))
         else:
-            arrays.append(pa.nulls(len(rows), field.type))
+            arrays.append(pa.nulls(len(positions), field.type))
     return pa.RecordBatch.from_arrays(arrays, schema=ROUTED_SCHEMA)
 
 
