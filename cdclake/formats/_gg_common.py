@@ -111,6 +111,15 @@ def is_ascii_compatible(codec: str) -> bool:
         return False
 
 
+def _stateless_ascii(codec: str) -> bool:
+    """Whether ``codec`` writes each ASCII character as that one byte, whatever came before it."""
+    try:
+        name = codecs.lookup(codec).name
+    except LookupError:
+        return False
+    return name in ("utf-8", "ascii") or name.startswith(("iso8859-", "cp125"))
+
+
 def decode_escaping(data: bytes, codec: str) -> tuple[str, bool]:
     """``data`` decoded, each undecodable byte escaped (:data:`ESCAPE_ERRORS`), and whether any was.
 
@@ -135,6 +144,9 @@ class ByteOffsets:
         self.escapes = escapes
         self._encoder = codecs.getincrementalencoder(codec)()
         self._char, self._byte = 0, base
+        #: An ASCII chunk is one byte a character, counted without encoding it: for UTF-8 and the stateless
+        #: 8-bit codecs only (a stateful one, e.g. ISO-2022-JP, writes an escape to get back to ASCII).
+        self._ascii = _stateless_ascii(codec)
 
     def at(self, char_pos: int) -> int:
         if self._identity:
@@ -145,7 +157,7 @@ class ByteOffsets:
             self._char, self._byte = 0, self._base
         chunk = self._text[self._char : char_pos]
         if not self.escapes:
-            self._byte += len(self._encoder.encode(chunk))
+            self._byte += len(chunk) if self._ascii and chunk.isascii() else len(self._encoder.encode(chunk))
             self._char = char_pos
             return self._byte
         for index, piece in enumerate(ESCAPED.split(chunk)):

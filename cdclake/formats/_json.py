@@ -50,12 +50,19 @@ class JsonScanner:
 
     def __init__(self) -> None:
         self.duplicate: str | None = None
+        #: Of the value last read: the characters of its remembered first member (0: none) and the brackets
+        #: (``{`` and ``[``) in them, so a reader looks at the rest of the record alone (the head holds no
+        #: row values, and its brackets are counted once).
+        self.head_chars = 0
+        self.head_brackets = 0
         self._decoder = json.JSONDecoder(parse_float=Decimal, parse_constant=Decimal, object_pairs_hook=self._object)
-        self._heads: list[tuple[str, str, Any]] = []  # (text from the record's "{", member name, value)
+        # (text from the record's "{", member name, value, brackets in the text)
+        self._heads: list[tuple[str, str, Any, int]] = []
 
     def raw_decode(self, text: str, pos: int) -> tuple[Any, int]:
         """(value, end) like ``JSONDecoder.raw_decode``; :attr:`duplicate` is set for this value."""
         self.duplicate = None
+        self.head_chars = self.head_brackets = 0
         if self._heads and text.startswith('{"', pos):
             for index, head in enumerate(self._heads):
                 if text.startswith(head[0], pos):
@@ -63,6 +70,7 @@ class JsonScanner:
                     if found is not None:
                         if index:
                             self._heads.insert(0, self._heads.pop(index))
+                        self.head_chars, self.head_brackets = len(head[0]), head[3]
                         return found
                     self.duplicate = None
                     break
@@ -126,7 +134,8 @@ class JsonScanner:
         start = _WHITESPACE.match(text, pos + len(opening)).end()  # type: ignore[union-attr]
         _, end = self._decoder.scan_once(text, start)  # the record parsed, so this member does too
         if HEAD_MIN_CHARS <= end - pos <= HEAD_MAX_CHARS:
-            self._heads.insert(0, (text[pos:end], name, member))
+            head = text[pos:end]
+            self._heads.insert(0, (head, name, member, head.count("{") + head.count("[")))
             del self._heads[HEADS:]
 
     def _object(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -207,7 +216,7 @@ _EMPTY_CONTAINER = re.compile(r"\{\}|\[\]")
 _BRACKETS_ONLY = str.maketrans({c: None for c in map(chr, range(128)) if c not in "{}[]"})
 
 
-def nests_deeper(text: str, start: int, end: int, limit: int) -> bool:
+def nests_deeper(text: str, start: int, end: int, limit: int, head_chars: int = 0, head_brackets: int = 0) -> bool:
     """Whether the JSON value ``text[start:end]`` (already parsed, so well formed) nests containers
     deeper than ``limit``.
 
@@ -215,9 +224,11 @@ def nests_deeper(text: str, start: int, end: int, limit: int) -> bool:
     parsing did (a Debezium record with its schema block holds hundreds of containers): when the
     text has at most ``limit`` opening brackets it cannot nest deeper (one C count); otherwise the
     strings are cut out, the brackets kept, and each round of removing every empty ``{}`` / ``[]``
-    takes exactly one level off, so the number of rounds is the depth.
+    takes exactly one level off, so the number of rounds is the depth. ``head_chars``: characters at ``start``
+    whose brackets are already counted, ``head_brackets`` of them (:attr:`JsonScanner.head_chars`).
     """
-    if text.count("{", start, end) + text.count("[", start, end) <= limit:
+    counted = start + head_chars
+    if head_brackets + text.count("{", counted, end) + text.count("[", counted, end) <= limit:
         return False
     brackets = _STRING.sub("", text[start:end]).translate(_BRACKETS_ONLY)
     for _ in range(limit):

@@ -72,6 +72,14 @@ class JsonRecord:
     data: bytes
     end: int
     max_raw_bytes: int
+    #: Byte offset of what follows a remembered first member (the ``schema`` block; the record's start when
+    #: none was): row values are only there, so a search for one need not read the block.
+    rest: int = -1
+
+    @property
+    def body(self) -> int:
+        """Where the record's row values may start (its first byte, or the end of a remembered first member)."""
+        return self.source.offset if self.rest < 0 else self.rest
 
     def raw(self) -> bytes:
         start = self.source.offset
@@ -108,15 +116,18 @@ def scan_records(
         except ValueError as exc:  # e.g. an integer longer than Python converts (sys.get_int_max_str_digits)
             reason = f"cannot read the record at line {line_of(text, start)}: {exc}"
         else:
-            byte_start, byte_end = offsets.at(start), offsets.at(pos)
-            record = JsonRecord(value, Source(file, byte_start), data, byte_end, max_raw_bytes)
+            head_chars = scanner.head_chars
+            byte_start = offsets.at(start)
+            rest = offsets.at(start + head_chars) if head_chars else -1
+            byte_end = offsets.at(pos)
+            record = JsonRecord(value, Source(file, byte_start), data, byte_end, max_raw_bytes, rest)
             escaped = ESCAPED.search(text, start, pos) if has_escapes else None
             if byte_end - byte_start > max_record_bytes:
                 size = byte_end - byte_start
                 yield record.reject(f"record is {size} bytes, larger than the limit of {max_record_bytes}")
             elif escaped is not None:
                 yield record.reject(framing.encoding_error(text, escaped.start()))
-            elif nests_deeper(text, start, pos, max_depth):
+            elif nests_deeper(text, start, pos, max_depth, head_chars, scanner.head_brackets):
                 yield record.reject(f"record nests JSON deeper than {max_depth} levels")
             elif scanner.duplicate is not None:
                 yield record.reject(duplicate_reason(scanner.duplicate))

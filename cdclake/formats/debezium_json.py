@@ -198,9 +198,10 @@ class DebeziumJsonDecoder(Decoder):
         )
         envelope_fields = kc.struct_fields(schema) or {}
         meta: dict[str, Any] = {"op": op_code}
-        # most records hold no placeholder: three byte searches of the record rather than a look at every value
+        # most records hold no placeholder: three byte searches of the record's values (after its schema
+        # block) rather than a look at every value
         probes = self._placeholder_probes
-        start, end, data = source.offset, record.end, record.data
+        start, end, data = record.body, record.end, record.data
         placeholder = probes is not None and any(data.find(probe, start, end) >= 0 for probe in probes)
         unavailable: list[str] = []
         column_types: dict[str, str] = {}

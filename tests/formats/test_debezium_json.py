@@ -974,6 +974,34 @@ def test_a_placeholder_is_missing_however_the_json_text_spells_it():
     assert event.after == {"id": 3, "doc": "x"} and "unavailable_columns" not in event.meta
 
 
+def test_a_placeholder_is_found_in_records_that_repeat_a_long_schema_block():
+    """Records repeating a schema block are searched after it (the block holds no values): a placeholder in any
+    of them is still found, with non-ASCII text in the block (bytes and characters differ) and the placeholder's
+    own words in it (a field's doc)."""
+    fields = [
+        {"type": "int32", "field": "id", "doc": "clé primaire, « __debezium_unavailable_value » jamais"},
+        {"type": "string", "optional": True, "field": "doc"},
+        {"type": "bytes", "optional": True, "field": "blob"},
+    ]
+    b64 = base64.b64encode(b"__debezium_unavailable_value").decode()
+    afters = [
+        {"id": 1, "doc": "é", "blob": None},
+        {"id": 2, "doc": "__debezium_unavailable_value", "blob": None},
+        {"id": 3, "doc": "ü", "blob": b64},
+        {"id": 4, "doc": "x", "blob": None},
+    ]
+    data = b"\n".join(line(with_schema(fields, after, op="u")) for after in afters)
+    assert len(line(with_schema(fields, afters[0], op="u")).split(b'"payload"')[0]) > 256  # a remembered head
+    found = events(rows(decode(data)))
+    assert [e.after for e in found] == [
+        {"id": 1, "doc": "é", "blob": None},
+        {"id": 2, "blob": None},
+        {"id": 3, "doc": "ü"},
+        {"id": 4, "doc": "x", "blob": None},
+    ]
+    assert [e.meta.get("unavailable_columns") for e in found] == [None, ["doc"], ["blob"], None]
+
+
 # --- framing and bad input ----------------------------------------------------------------------------------------
 
 

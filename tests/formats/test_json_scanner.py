@@ -110,3 +110,33 @@ def test_a_repeated_member_after_a_remembered_head_is_noticed() -> None:
     assert scanner.duplicate is None
     scanner.raw_decode(text, end + 1)
     assert scanner.duplicate == "schema"
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from(_HEADS), st.sampled_from(_TAILS)), min_size=1, max_size=8),
+    st.sampled_from([256, 8]),
+    st.integers(1, 45),
+)
+def test_a_remembered_head_s_brackets_count_as_if_the_record_were_read_whole(records, min_chars, limit) -> None:
+    """The depth check of a record read after a remembered head (its brackets counted once, when it was
+    remembered) says what the check of the whole record's text says, and the head is the record's start."""
+    text = "\n".join(head + tail for head, tail in records)
+    saved = _json.HEAD_MIN_CHARS
+    _json.HEAD_MIN_CHARS = min_chars
+    try:
+        scanner, pos = JsonScanner(), 0
+        for line in text.split("\n"):
+            try:
+                _, end = scanner.raw_decode(text, pos)
+            except (ValueError, RecursionError):
+                pos += len(line) + 1
+                continue
+            head = (scanner.head_chars, scanner.head_brackets)
+            piece = text[pos : pos + head[0]]
+            assert head[1] == piece.count("{") + piece.count("[")
+            assert not head[0] or any(h.startswith(piece) or piece == h for h in _HEADS)
+            assert _json.nests_deeper(text, pos, end, limit, *head) == _json.nests_deeper(text, pos, end, limit)
+            pos += len(line) + 1
+    finally:
+        _json.HEAD_MIN_CHARS = saved
