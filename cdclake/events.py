@@ -115,9 +115,12 @@ def format_ts(value: dt.datetime | None) -> str | None:
     """ISO-8601 UTC with microseconds and a ``Z``: one spelling for every format."""
     if value is None:
         return None
-    if value.tzinfo is not None:
-        value = value.astimezone(dt.UTC).replace(tzinfo=None)
-    return value.isoformat(timespec="microseconds") + "Z"
+    zone = value.tzinfo
+    if zone is None:
+        return value.isoformat("T", "microseconds") + "Z"
+    if zone is not dt.UTC:
+        value = value.astimezone(dt.UTC)
+    return value.isoformat("T", "microseconds")[:-6] + "Z"  # "+00:00" off (positional: keywords cost)
 
 
 # --- JSON text that keeps exact numbers -------------------------------------

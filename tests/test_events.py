@@ -3,13 +3,14 @@ module would (same text, same value, same Python type), for any value a decoder 
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from decimal import Decimal
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cdclake.events import from_json, image_from_text, image_to_text, meta_text, to_json, value_text
+from cdclake.events import format_ts, from_json, image_from_text, image_to_text, meta_text, to_json, value_text
 
 scalars = st.one_of(
     st.none(),
@@ -69,3 +70,23 @@ def test_texts_that_only_look_like_the_fast_cases_go_to_the_json_module():
         except ValueError:
             continue
         raise AssertionError(f"{bad!r} was accepted")
+
+
+_ZONES = st.sampled_from(
+    [
+        None,
+        dt.UTC,
+        dt.timezone(dt.timedelta(0)),
+        dt.timezone(dt.timedelta(hours=5, minutes=30)),
+        dt.timezone(-dt.timedelta(hours=8)),
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.datetimes(min_value=dt.datetime(1, 1, 2), max_value=dt.datetime(9999, 12, 30)), _ZONES)
+def test_a_timestamp_is_written_as_its_utc_instant_with_microseconds_and_z(moment, zone) -> None:
+    value = moment.replace(tzinfo=zone)
+    utc = value if zone is None else value.astimezone(dt.UTC).replace(tzinfo=None)
+    assert format_ts(value) == utc.isoformat(timespec="microseconds") + "Z"  # the spelling before positional args
+    assert dt.datetime.fromisoformat(format_ts(value)[:-1]) == utc

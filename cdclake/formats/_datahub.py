@@ -141,6 +141,8 @@ def integer(value: Any) -> int | None:
 def from_epoch(amount: int, unit: str) -> dt.datetime:
     """An aware UTC datetime ``amount`` units after the epoch (exact; RecordError if out of range)."""
     try:
+        if unit == "milliseconds":  # the common unit, without a keyword dictionary a call
+            return _EPOCH + dt.timedelta(0, 0, 0, amount)
         return _EPOCH + dt.timedelta(**{unit: amount})
     except OverflowError:
         raise RecordError(f"{amount} {unit} after 1970-01-01 is outside the years 1-9999") from None

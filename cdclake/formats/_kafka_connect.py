@@ -657,7 +657,8 @@ def timestamp_from_epoch(value: int, units_per_second: int) -> str:
     :func:`~cdclake.events.format_ts`'s spelling, from a naive epoch (no zone to convert per value)."""
     micros = value * 1_000_000 // units_per_second
     try:
-        return (_NAIVE_EPOCH + dt.timedelta(microseconds=micros)).isoformat(timespec="microseconds") + "Z"
+        # positional arguments: keywords cost a sixth of the call (instructions, cachegrind)
+        return (_NAIVE_EPOCH + dt.timedelta(0, 0, micros)).isoformat("T", "microseconds") + "Z"
     except OverflowError:
         raise ValueError(f"timestamp {value} is outside the years 1-9999") from None
 

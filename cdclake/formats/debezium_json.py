@@ -396,7 +396,7 @@ def _event_ts(src: dict[str, Any], payload: dict[str, Any]) -> dt.datetime | Non
             value = _number(holder.get(name))
             if value:
                 try:
-                    return _EPOCH + dt.timedelta(microseconds=value * 1_000_000 // per_second)
+                    return _EPOCH + dt.timedelta(0, 0, value * 1_000_000 // per_second)
                 except OverflowError:
                     return None
     return None
