@@ -43,7 +43,7 @@ from collections.abc import Iterator
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from cdclake.events import ChangeEvent, Rejected, format_ts
+from cdclake.events import ChangeEvent, Rejected
 from cdclake.formats import _kafka_connect as kc
 from cdclake.formats._datahub import (
     JsonRecord,
@@ -52,6 +52,7 @@ from cdclake.formats._datahub import (
     from_epoch,
     integer,
     json_kind,
+    millis_text,
     scan_json,
     short,
 )
@@ -360,7 +361,7 @@ def _value(column: str, image: str, spec: dict[str, Any] | None, value: Any) -> 
             raise wrong("expected an integer")
         try:
             if name.endswith("Timestamp"):
-                return format_ts(from_epoch(number, "milliseconds"))
+                return millis_text(number)
             if name.endswith("Date"):
                 return from_epoch(number, "days").date().isoformat()
             return from_epoch(number, "milliseconds").time().isoformat(timespec="microseconds")

@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from cdclake.events import ChangeEvent, Rejected, format_ts
+from cdclake.events import ChangeEvent, Rejected
 from cdclake.formats import _kafka_connect as kc
 from cdclake.formats._datahub import (
     Half,
@@ -43,9 +43,9 @@ from cdclake.formats._datahub import (
     UpdatePairs,
     datahub_seq,
     epoch_millis,
-    from_epoch,
     integer,
     json_kind,
+    millis_text,
     scan_json,
     short,
 )
@@ -326,7 +326,7 @@ def _value(column: str, kind: str | None, value: Any, image: str) -> Any:
         if millis is None:
             raise wrong("expected epoch milliseconds (a 13-digit integer)")
         try:
-            return format_ts(from_epoch(millis, "milliseconds"))
+            return millis_text(millis)
         except RecordError as exc:
             raise wrong(str(exc)) from None
     # BYTES
