@@ -11,10 +11,13 @@ ones (schemas announced in a previous file) can keep that state.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from cdclake.events import ChangeEvent, Rejected
 from cdclake.options import OptionError, Options
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 class Decoder:
@@ -36,6 +39,13 @@ class Decoder:
 
     def decode(self, data: bytes, file: str) -> Iterator[ChangeEvent | Rejected]:
         raise NotImplementedError
+
+    def decode_columns(self, data: bytes, file: str) -> Iterator[ChangeEvent | Rejected | pa.RecordBatch]:
+        """:meth:`decode`, for the decode task: where the format has a columnar path, runs of records in its
+        shape come as one Arrow record batch each (``event_arrow.DECODED_FILE_SCHEMA``, offsets from the
+        first byte of ``data``), exactly the rows :meth:`decode` and the task's builder give for them.
+        By default every record comes from :meth:`decode`."""
+        return self.decode(data, file)
 
     def export_state(self) -> str | None:
         """What a stateful decoder learnt (e.g. schemas announced) as JSON text, for the next batch."""

@@ -184,6 +184,9 @@ class Settings:
     #: Keys without key changes fold in Spark SQL on the workers path (docs/decisions.md, "The fold at native
     #: speed"); off: every key through the Python reference fold (``cdclake.merge``).
     native_fold: bool = True
+    #: Formats with a columnar path (GoldenGate JSON) read the spans in its shape as Arrow columns in the decode
+    #: task (docs/decisions.md, "GoldenGate JSON read as columns"); off: every record through ``Decoder.decode``.
+    columnar_decode: bool = True
     #: In-order keys of a driver-folded batch fold onto their current rows without reading their change log
     #: (docs/decisions.md, "Row state"); off: every key refolds from its log.
     row_state: bool = True
@@ -232,6 +235,7 @@ class Settings:
             driver_normalize_bytes=max(0, int(env.get("CDCLAKE_DRIVER_NORMALIZE_BYTES", str(144 * 2**20)))),
             driver_normalize_max_rows=max(0, int(env.get("CDCLAKE_DRIVER_NORMALIZE_MAX_ROWS", "2000000"))),
             native_fold=env.get("CDCLAKE_NATIVE_FOLD", "1").strip().lower() not in ("0", "false", "no", "off"),
+            columnar_decode=env.get("CDCLAKE_COLUMNAR_DECODE", "1").strip().lower() not in ("0", "false", "no", "off"),
             row_state=env.get("CDCLAKE_ROW_STATE", "1").strip().lower() not in ("0", "false", "no", "off"),
             driver_commits=env.get("CDCLAKE_DRIVER_COMMITS", "1").strip().lower() not in ("0", "false", "no", "off"),
             deadline_alerts=env.get("CDCLAKE_DEADLINE_ALERTS", "0").strip().lower() in ("1", "true", "yes", "on"),

@@ -26,7 +26,7 @@ import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cdclake.events import ChangeEvent, Rejected
 from cdclake.formats._gg_common import (
@@ -45,6 +45,9 @@ from cdclake.limits import MAX_JSON_DEPTH as MAX_DEPTH
 from cdclake.limits import MAX_RAW_BYTES, MAX_RECORD_BYTES, MAX_SCHEMA_BYTES
 from cdclake.options import OptionError, Options
 from cdclake.registry import Decoder, register
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 #: Top-level members the formatter writes (everything else goes to ``meta["extra"]``).
 _KNOWN_MEMBERS = frozenset(
@@ -107,6 +110,24 @@ class GoldenGateJsonDecoder(Decoder):
         )
 
     # --- framing -------------------------------------------------------------
+
+    def decode_columns(self, data: bytes, file: str) -> Iterator[ChangeEvent | Rejected | pa.RecordBatch]:
+        """The records GoldenGate writes by default (one compact record per line, UTF-8), a span at a time as
+        Arrow columns (:mod:`.goldengate_json_columns`). From the first span outside that shape, the reference
+        reads: the whole ``data`` again, as without this path, giving what it finds from that span on (its
+        reasons count lines from the first byte of ``data``; the spans before held well-formed records only,
+        which leave the same layouts whichever path reads them)."""
+        if self.delimiter or self.codec != "utf-8" or self.schema_path is not None:
+            yield from self.decode(data, file)
+            return
+        from cdclake.formats.goldengate_json_columns import decode_span, spans  # pyarrow: only in a decode task
+
+        for start, end in spans(data):
+            batch = decode_span(self, data[start:end], file, start)
+            if batch is None:
+                yield from (item for item in self.decode(data, file) if item.source.offset >= start)
+                return
+            yield batch
 
     def decode(self, data: bytes, file: str) -> Iterator[ChangeEvent | Rejected]:
         """Events and rejected records of one landing file (already gunzipped), in file order."""

@@ -71,10 +71,13 @@ def decode_items(
     options: dict[str, str],
     files: list[tuple[str, str]] | list[tuple[str, str, int, int | None]],
     state_path: str | None = None,
+    columns: bool = False,
 ) -> Iterator[tuple[str, Any, int]]:
     """Decode ``(name, path)`` files, or ``(name, path, start, end)`` pieces, in order: yields
     ``("event", ChangeEvent, base)`` and ``("rejected", Rejected, base)`` (``base``: the piece's
     start, to add to the record's offset), then ``("skipped", (label, count, file), 0)``.
+    ``columns``: runs of records a format reads as Arrow columns come as ``("columns", RecordBatch, base)``
+    (``Decoder.decode_columns``; the decode task's fast path).
 
     ``state_path``: where a stateful decoder keeps what it learnt between batches (e.g. Qlik
     metadata messages, which the source sends once, not with every file).
@@ -94,7 +97,10 @@ def decode_items(
         # the decoder counted offsets from the first byte it was given: the piece's, or the OCF
         # header's put in front of it (``head`` bytes, which are the file's first bytes)
         base = start - head
-        for decoded in decoder.decode(data, name):
+        for decoded in decoder.decode_columns(data, name) if columns and not head else decoder.decode(data, name):
+            if type(decoded) is pa.RecordBatch:
+                yield "columns", decoded, base
+                continue
             at = base if not head or decoded.source.offset >= head else 0
             yield ("rejected" if type(decoded) is Rejected else "event"), decoded, at
     state = decoder.export_state() if state_path else None
@@ -131,14 +137,17 @@ def decode_to_files(
     state_path: str | None,
     out_dir: str,
     part: str,
+    columns: bool | None = None,
 ) -> dict[str, int]:
     """One decode task: decode ``pieces`` into ``out_dir/kind=<event|rejected>/part-<part>.parquet``.
+    ``columns``: read spans as Arrow columns where the format can (None: ``Settings.columnar_decode``).
 
     The worker writes its Parquet itself (pyarrow) instead of handing rows to the JVM: the rows
     never cross into Spark, and the counts come back with the task, so nothing is read again.
     A file is written under a temporary name and renamed, so a retried task replaces it whole.
     Returns ``{"event": n, "rejected": n, "skipped": n}``.
     """
+    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     builder = DecodedBuilder(MAX_RAW_BYTES)
@@ -147,8 +156,9 @@ def decode_to_files(
     temps: dict[str, Path] = {}
     counts = {"event": 0, "rejected": 0, "skipped": 0}
 
-    def flush(kind: str) -> None:
-        batch = builders[kind].flush()
+    def flush(kind: str, batch: pa.RecordBatch | None = None) -> None:
+        """Write the builder's records (or ``batch``, a span read as columns)."""
+        batch = builders[kind].flush() if batch is None else batch
         if batch is None:
             return
         if kind not in writers:
@@ -163,14 +173,28 @@ def decode_to_files(
             )
         writers[kind].write_batch(batch)
 
+    def write_columns(batch: pa.RecordBatch, base: int) -> None:
+        if base:
+            index = batch.schema.get_field_index("source_offset")
+            offsets = pc.add(batch.column(index), pa.scalar(base, pa.int64()))
+            batch = batch.set_column(index, batch.schema.field(index), offsets)
+        flush("event", batch)
+
     thresholds = gc.get_threshold()
     # every decoded record allocates dicts that live until their batch is flushed: with the default
     # thresholds the collector re-walks them thousands of times per batch (about a third of decoding)
     gc.set_threshold(GC_THRESHOLD, *thresholds[1:])
     try:
-        for kind, item, base in decode_items(format_id, options, pieces, state_path):
+        if columns is None:
+            columns = Settings.from_env().columnar_decode
+        for kind, item, base in decode_items(format_id, options, pieces, state_path, columns):
             if kind == "skipped":
                 counts["skipped"] += item[1]
+                continue
+            if kind == "columns":  # a span read as Arrow columns: after the events before it, in file order
+                flush("event")
+                write_columns(item, base)
+                counts["event"] += item.num_rows
                 continue
             target = builders[kind]
             if kind == "event":

@@ -1,0 +1,330 @@
+"""GoldenGate JSON read a span of records at a time into Arrow columns: the decode task's fast path.
+
+Why: the reference decoder (:mod:`.goldengate_json`) builds a :class:`ChangeEvent` per record and the
+decode task's builder renders every image value back to JSON text, about 60-80 us a record in Python,
+while the naive Spark job reads the same JSON in the JVM. Most landing files are the formatter's default
+shape: one compact record per line, UTF-8, the members GoldenGate writes in the order it writes them,
+scalar column values. For a span of such records msgspec reads every record in one C call, keeps each
+image value as its JSON text (``Raw``: the map value the builder would have written, checked below),
+and the columns are built a column at a time.
+
+What makes it exact (the same record batch as the reference and the builder, held so by
+``tests/formats/test_goldengate_json_columns.py``):
+
+- msgspec writes the records back byte for byte (``encode_lines``): no blanks, no escapes msgspec
+  would spell otherwise, no member it does not know, no member twice (a repeated column would be
+  dropped by the read and missing from the write). So the text is what both readers read alike.
+- A value's text is the builder's when it is ``null``, ``true``, ``false``, a plain integer or
+  decimal (``Decimal``'s own spelling: not ``-0``, no exponent, not below 1e-6), or a string without
+  a backslash; any other value is read by the reference's JSON reader and written by the builder's
+  writer, one at a time. A nested value, a string that is not valid Unicode, a record the reference
+  would reject or announce a new column for (a ``SCHEMA`` event), or anything else outside the shape:
+  the whole span is left to the reference decoder (``None``), which reads it as before.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from decimal import Decimal
+from itertools import chain
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from msgspec import UNSET, Raw, UnsetType
+
+from cdclake.event_arrow import DECODED_FILE_SCHEMA
+from cdclake.events import meta_text, value_text
+from cdclake.formats._gg_common import _OP_TS, SEQ_WIDTH, parse_ts, pos_to_seq
+from cdclake.limits import MAX_RECORD_BYTES
+
+if TYPE_CHECKING:
+    from cdclake.formats.goldengate_json import GoldenGateJsonDecoder
+
+#: A span is cut at the first record start after this many bytes (bounds the memory of one span's records).
+SPAN_BYTES = 4 << 20
+
+
+#: The members this path reads, and how (any other member: the reference reads the span).
+_MEMBERS: dict[str, object] = {
+    "table": str,
+    "op_type": str,
+    "op_ts": str,
+    "current_ts": str | None,
+    "pos": str,
+    "primary_keys": list[str],
+    "tokens": dict[str, str] | None,
+    "before": dict[str, Raw] | None,
+    "after": dict[str, Raw] | None,
+}
+_NAMES = msgspec.json.Decoder(dict[str, Raw])
+_READERS: dict[tuple[str, ...], msgspec.json.Decoder] = {}
+
+
+def _reader(names: tuple[str, ...]) -> msgspec.json.Decoder | None:
+    """A reader of records with these members in this order (the writer's: ``encode_lines`` writes a
+    struct's fields in their order, so the same order writes the same bytes back); None: a member
+    this path does not read."""
+    reader = _READERS.get(names)
+    if reader is None:
+        if not set(names) <= _MEMBERS.keys() or len(_READERS) >= 64:
+            return None
+        fields = [(name, _MEMBERS[name] | UnsetType, UNSET) for name in _field_order(names)]
+        record = msgspec.defstruct("GoldenGateRecord", fields, forbid_unknown_fields=True)
+        reader = _READERS[names] = msgspec.json.Decoder(record)
+    return reader
+
+
+def _field_order(names: tuple[str, ...]) -> list[str]:
+    """Every member, in the order of ``names`` (the span's first record), the others placed where the
+    formatter writes them: just before the first of ``names`` that follows them in :data:`_MEMBERS`
+    (an insert's record has no ``before``; an update's has it, before ``after``)."""
+    order = list(names)
+    canonical = list(_MEMBERS)
+    for index, name in enumerate(canonical):
+        if name in order:
+            continue
+        later = [order.index(n) for n in canonical[index + 1 :] if n in order]
+        order.insert(min(later) if later else len(order), name)
+    return order
+
+
+_WRITE = msgspec.json.Encoder()
+_LITERALS = pa.array(["true", "false", "null"])
+#: ``op_ts`` as GoldenGate writes it by default, read by one Arrow cast (``_event_times``).
+_PLAIN_TS = r"^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}$"
+_TS_TYPE = pa.timestamp("us", tz="UTC")
+_VALUE_READER = json.JSONDecoder(parse_float=Decimal, parse_constant=Decimal)
+
+
+def spans(data: bytes) -> Iterator[tuple[int, int]]:
+    """``data`` in spans of about :data:`SPAN_BYTES`, each cut before a line starting with ``{`` after a
+    line ending with ``}`` (the decode task's rule for pieces: a record is never cut)."""
+    start, size = 0, len(data)
+    while start < size:
+        cut = start + SPAN_BYTES
+        while cut < size:
+            cut = data.find(b"\n{", cut)
+            if cut < 0:
+                cut = size
+                break
+            line_start = data.rfind(b"\n", 0, cut) + 1
+            if data[line_start:cut].rstrip().endswith(b"}"):
+                cut += 1
+                break
+            cut += 1
+        end = min(cut, size)
+        yield start, end
+        start = end
+
+
+def decode_span(decoder: GoldenGateJsonDecoder, span: bytes, file: str, offset: int) -> pa.RecordBatch | None:
+    """The events of ``span`` as one record batch of ``DECODED_FILE_SCHEMA`` (``offset``: the span's first
+    byte's), exactly as the reference decoder and the builder give them; None when a record is
+    outside the shape this path reads (see the module docstring)."""
+    if not span or span.startswith(b"\xef\xbb\xbf"):
+        return None
+    text = span if span.endswith(b"\n") else span + b"\n"
+    try:
+        reader = _reader(tuple(_NAMES.decode(text[: text.index(b"\n")])))
+        if reader is None:
+            return None
+        records = reader.decode_lines(text)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    try:
+        if not records or _WRITE.encode_lines(records) != text:
+            return None
+    except (msgspec.EncodeError, UnicodeEncodeError):  # e.g. a lone surrogate from a \ud800 escape
+        return None
+    ends = np.flatnonzero(np.frombuffer(text, np.uint8) == 10)
+    if len(ends) != len(records):
+        return None
+    starts = np.concatenate(([0], ends[:-1] + 1))
+    if int((ends - starts).max()) >= MAX_RECORD_BYTES:
+        return None
+    return _batch(decoder, records, starts + offset, file)
+
+
+def _batch(decoder: GoldenGateJsonDecoder, records: list, starts: np.ndarray, file: str) -> pa.RecordBatch | None:
+    """The span's columns, each built over all records at once where it can be (None: outside the shape)."""
+    n = len(records)
+    ops_by_key = decoder.op_keys.ops
+    override, configured = decoder.table_override, decoder.keys
+    tables = [override] * n if override else [r.table for r in records]
+    ops = [ops_by_key.get(r.op_type) if type(r.op_type) is str else None for r in records]
+    positions = [r.pos for r in records]
+    if UNSET in tables or "" in tables or None in ops or UNSET in positions or "" in positions:
+        return None  # rejected by the reference: no table, an unknown op_type, no pos
+    befores = [None if r.before is UNSET else r.before for r in records]
+    afters = [None if r.after is UNSET else r.after for r in records]
+    if "TRUNCATE" in ops:
+        for index in [i for i, op in enumerate(ops) if op == "TRUNCATE"]:
+            befores[index] = afters[index] = None
+    layouts = _layouts(decoder._layouts, tables, befores, afters)
+    if layouts is None:
+        return None
+    op_ts = [r.op_ts for r in records]
+    if UNSET in op_ts:
+        return None
+    stamps = _event_times(op_ts)
+    if stamps is None:
+        return None
+    record_keys = [None if r.primary_keys is UNSET else r.primary_keys for r in records]
+    keys = [configured if k is None else configured or list(k) for k in record_keys]
+    metas = [_meta_text(r, k) for r, k in zip(records, record_keys, strict=True)]
+    try:
+        arrays = {
+            "table": pa.array(tables, pa.string()),
+            "op": pa.array(ops, pa.string()),
+            "seq": _seqs(positions),
+            "event_ts": stamps,
+            "keys": pa.array(keys, pa.list_(pa.string())),
+            "meta": pa.array(metas, pa.string()),
+        }
+        for name, images in (("before", befores), ("after", afters)):
+            image = _image_array(images, DECODED_FILE_SCHEMA.field(name).type)
+            if image is None:
+                return None
+            arrays[name] = image
+    except (pa.ArrowException, UnicodeEncodeError):  # text that is not valid Unicode: the reference's business
+        return None
+    nulls = pa.nulls(n)
+    columns = []
+    for field in DECODED_FILE_SCHEMA:
+        if field.name in arrays:
+            columns.append(arrays[field.name])
+        elif field.name == "source_file":
+            columns.append(pa.array([file] * n, pa.string()))
+        elif field.name == "source_offset":
+            columns.append(pa.array(starts, pa.int64()))
+        else:
+            columns.append(nulls.cast(field.type))
+    decoder._layouts = layouts
+    return pa.RecordBatch.from_arrays(columns, schema=DECODED_FILE_SCHEMA)
+
+
+def _layouts(
+    known_layouts: dict[str, dict[str, None]], tables: list[str], befores: list, afters: list
+) -> dict[str, dict[str, None]] | None:
+    """The reference's metadata-change rule (``_new_columns``) over the span: a table's first image sets its
+    columns; a later image with a column not among them is announced by a ``SCHEMA`` event, which this path
+    does not write (None). Returns the decoder's layouts after the span (a copy: kept only if the span is)."""
+    layouts = dict(known_layouts)
+    for table, before, after in zip(tables, befores, afters, strict=True):
+        if not before and not after:  # no columns (a truncate, empty images): nothing said of the layout
+            continue
+        known = layouts.get(table)
+        if known is None:
+            layouts[table] = dict.fromkeys([*(before or ()), *(after or ())])
+        elif not (known.keys() >= (after or {}).keys() and known.keys() >= (before or {}).keys()):
+            return None
+    return layouts
+
+
+def _event_times(op_ts: list[str]) -> pa.Array | None:
+    """``op_ts`` as the reference reads it (``parse_ts``): in one cast where every value is spelt
+    ``YYYY-MM-DD HH:MM:SS.ffffff`` (year 1 on), else one at a time; None: a value it rejects."""
+    texts = pa.array(op_ts, pa.string())
+    if (
+        pc.all(pc.match_substring_regex(texts, _PLAIN_TS)).as_py()
+        and not pc.any(pc.starts_with(texts, "0000-")).as_py()
+    ):
+        try:
+            return pc.cast(texts, pa.timestamp("us")).cast(_TS_TYPE)
+        except pa.ArrowInvalid:
+            pass  # a day or time that does not exist: the reference says which
+    stamps = [parse_ts(text, _OP_TS) for text in op_ts]
+    return None if None in stamps else pa.array(stamps, _TS_TYPE)
+
+
+def _seqs(positions: list[str]) -> pa.Array:
+    """``pos_to_seq`` of every position: digits padded in one kernel when all are digits."""
+    texts = pa.array(positions, pa.string())
+    if pc.all(pc.match_substring_regex(texts, "^[0-9]+$")).as_py():
+        return pc.utf8_lpad(texts, SEQ_WIDTH, "0")
+    return pa.array([pos_to_seq(p) for p in positions], pa.string())
+
+
+def _meta_text(record: Any, record_keys: list[str] | None) -> str:
+    """The reference's ``meta`` (pos, op_ts, current_ts and tokens when not null, primary_keys when present)
+    as the builder writes it (``events.meta_text``)."""
+    meta: dict[str, object] = {"pos": record.pos, "op_ts": record.op_ts}
+    for name in ("current_ts", "tokens"):
+        value = getattr(record, name)
+        if value is not UNSET and value is not None:
+            meta[name] = value
+    if record_keys is not None:
+        meta["primary_keys"] = record_keys
+    return meta_text(meta)
+
+
+def _image_array(images: list[dict[str, Raw] | None], type_: pa.DataType) -> pa.MapArray | None:
+    """One ``map<string,string>`` column of the records' images (None: a value outside the shape)."""
+    present = [image for image in images if image is not None]
+    values = _value_texts(list(chain.from_iterable(image.values() for image in present)))
+    if values is None:
+        return None
+    sizes = np.fromiter(map(len, images), np.int32, len(images)) if len(present) == len(images) else None
+    if sizes is None:
+        sizes = np.array([0 if image is None else len(image) for image in images], np.int32)
+    offsets = np.zeros(len(images) + 1, np.int32)
+    np.cumsum(sizes, out=offsets[1:])
+    return pa.MapArray.from_arrays(
+        pa.array(offsets),
+        pa.array(list(chain.from_iterable(present)), pa.string()),
+        values,
+        type=type_,
+        mask=pa.array([image is None for image in images], pa.bool_()),
+    )
+
+
+def _respelt(texts: pa.Array) -> pa.BooleanArray:
+    """Which JSON texts (valid JSON: msgspec checked them) the builder would spell otherwise: escapes in a
+    string (only strings hold a backslash), nested values, and numbers ``Decimal`` or ``int`` write another
+    way (an exponent; ``-0``; a decimal below 1e-6, ``0.0000001`` is ``1E-7``: every one of them starts with
+    six zeros after the point, a few that do not respell are flagged too). Simple kernels, not a regular
+    expression: a regular expression's set-up per value cost more than the rest of the column."""
+    literal_or_string = pc.or_(pc.starts_with(texts, '"'), pc.is_in(texts, _LITERALS))
+    exponent = pc.and_not(pc.or_(pc.match_substring(texts, "e"), pc.match_substring(texts, "E")), literal_or_string)
+    odd = pc.or_(pc.match_substring(texts, "\\"), exponent)
+    for prefix in ("{", "[", "0.000000", "-0.000000"):
+        odd = pc.or_(odd, pc.starts_with(texts, prefix))
+    return pc.or_(odd, pc.equal(texts, "-0"))
+
+
+def _value_texts(raws: list[Raw]) -> pa.StringArray | None:
+    """The values' JSON texts as the builder writes them: the text itself where it already is, else the
+    reference's reading of it written again (None: a nested value or text that is not valid Unicode)."""
+    lengths = np.fromiter(map(len, raws), np.int64, len(raws))
+    offsets = np.zeros(len(raws) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    texts = pa.Array.from_buffers(
+        pa.large_string(), len(raws), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(raws))]
+    )
+    try:
+        texts.validate(full=True)  # UTF-8
+    except pa.ArrowInvalid:
+        return None
+    odd = np.flatnonzero(_respelt(texts).to_numpy(zero_copy_only=False))
+    if not len(odd):
+        return texts.cast(pa.string())
+    fixed = texts.to_pylist()
+    for index in odd.tolist():
+        text = fixed[index]
+        if text[:1] in ("{", "["):
+            return None
+        try:
+            value = _VALUE_READER.decode(text)
+        except ValueError:
+            return None
+        if type(value) is str and not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:  # a lone surrogate (``\\ud800``): the builder's escape rule applies
+                return None
+        fixed[index] = value_text(value)
+    return pa.array(fixed, pa.string())

@@ -1,0 +1,230 @@
+"""GoldenGate JSON's columnar path gives the decode task exactly the files of the reference decoder.
+
+Every test decodes the same bytes twice through the decode task (``decode_to_files``), with and without
+the columnar path, and compares the event and quarantine files; the tests that need the fast path to
+have run also say that it did (``decode_columns`` gave record batches), so none passes by falling back.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from unittest import mock
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import cdclake.formats.goldengate_json_columns as columns
+from cdclake.bench.generate import generate
+from cdclake.formats.goldengate_json_columns import spans
+from cdclake.jobs.decode import decode_to_files
+from cdclake.options import Options
+from cdclake.registry import get_decoder
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def _task(data: bytes, work: Path, fast: bool, options: dict[str, str]) -> tuple[dict, dict]:
+    path = work / "landing.json"
+    path.write_bytes(data)
+    out = work / ("fast" if fast else "reference")
+    pieces = [("landing.json", str(path), 0, None)]
+    counts = decode_to_files("goldengate-json", options, pieces, None, str(out), "p", fast)
+    files = {
+        kind: pq.read_table(out / f"kind={kind}" / "part-p.parquet")
+        for kind in ("event", "rejected")
+        if (out / f"kind={kind}" / "part-p.parquet").exists()
+    }
+    return counts, files
+
+
+def assert_same_files(data: bytes, options: dict[str, str] | None = None) -> int:
+    """Both paths write the same files; returns how many spans the columnar path read."""
+    options = options or {}
+    with tempfile.TemporaryDirectory() as work:
+        reference = _task(data, Path(work), False, options)
+        fast = _task(data, Path(work), True, options)
+    assert fast[0] == reference[0]
+    assert fast[1].keys() == reference[1].keys()
+    for kind, table in reference[1].items():
+        assert fast[1][kind].equals(table), kind
+    decoder = get_decoder("goldengate-json", Options(options))
+    return sum(type(item) is pa.RecordBatch for item in decoder.decode_columns(data, "landing.json"))
+
+
+def _line(members: list[tuple[str, str]]) -> str:
+    return "{" + ",".join(f"{json.dumps(name)}:{text}" for name, text in members) + "}"
+
+
+def _record(pos: int, op: str = "I", after: str | None = '{"ID":1,"NAME":"a"}', **extra: str) -> str:
+    members = [("table", '"S.T"'), ("op_type", json.dumps(op)), ("op_ts", '"2024-06-01 00:00:00.000001"')]
+    members += [("current_ts", '"2024-06-01T00:00:01.000000"'), ("pos", json.dumps(f"{pos:020d}"))]
+    members += [("primary_keys", '["ID"]')]
+    if after is not None:
+        members.append(("after", after))
+    members += list(extra.items())
+    return _line(members)
+
+
+def test_the_bench_stream_is_read_as_columns_span_by_span(tmp_path: Path):
+    gens, _ = generate(["goldengate-json"], tmp_path / "files", 400, seed=5, file_events=400)
+    data = gens["goldengate-json"].files[0].read_bytes()
+    with mock.patch.object(columns, "SPAN_BYTES", 5000):
+        read = assert_same_files(data)
+        assert read == len(list(spans(data))) > 5
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "-0",
+        "1e5",
+        "1E-7",
+        "0.0000001",
+        "0.00000012",
+        "-0.0000000",
+        "12.500",
+        "123456789012345678901234567890",
+        '"quote \\" and \\\\ backslash"',
+        '"caf\\u00e9"',
+        '"tab\\t"',
+        '"\\/"',
+        "true",
+        "null",
+        '"é ü 😀"',
+    ],
+)
+def test_values_the_builder_spells_otherwise_are_rewritten_its_way(value: str):
+    data = (_record(1, after='{"ID":1,"V":' + value + "}") + "\n" + _record(2, after='{"ID":2}') + "\n").encode()
+    assert assert_same_files(data) == 1
+
+
+@pytest.mark.parametrize(
+    ("odd", "read"),
+    [
+        (_record(3, after='{"ID":3,"V":{"nested":1}}'), 2),  # a nested value
+        (_record(3, after='{"ID":3,"ID":4}'), 2),  # a column twice: the reference rejects the record
+        (_record(3, after='{"ID":3,"NEW":1}'), 2),  # a new column: the reference announces it (SCHEMA event)
+        (_record(3, op="X"), 2),  # an unknown op_type: rejected
+        (_record(3, extra='"member"'), 2),  # a member the formatter does not write: kept in meta
+        (_record(3).replace('"2024-06-01 00:00:00.000001"', '"2024-02-30 00:00:00.000000"'), 2),  # no such day
+        (_record(3).replace(":", ": ", 1), 2),  # blanks
+        (_record(3, after='{"ID":3,"V":"\\ud800"}'), 2),  # a lone surrogate
+        pytest.param('{"table":"S.T","op_type":"I"', 2, id="cut short"),
+        # not a record line: no cut before it, so its span starts at the record before it
+        pytest.param("[1, 2]", 1, id="an array"),
+    ],
+)
+def test_from_the_first_span_outside_the_shape_the_reference_reads_the_rest(odd: str, read: int):
+    lines = [_record(1), _record(2), odd, _record(4), _record(5)]
+    data = "\n".join(lines).encode()
+    with mock.patch.object(columns, "SPAN_BYTES", 10):  # a span per record
+        assert assert_same_files(data) == read
+
+
+def test_the_formatter_s_other_members_and_orders_are_read_as_columns():
+    tokens = _record(1, after=None, before='{"ID":1}', tokens='{"R":"AAD"}').replace('"op_type":"I"', '"op_type":"D"')
+    flink_order = (
+        '{"table":"S.T","pos":"2","primary_keys":["ID"],"after":{"ID":2},"op_type":"I",'
+        '"op_ts":"2020-05-13 15:40:07.000000"}'
+    )
+    truncate = '{"table":"S.T","op_type":"T","op_ts":"2024-06-01 00:00:00.000002","pos":"3"}'
+    for text in (tokens, flink_order, truncate):
+        assert assert_same_files((text + "\n").encode()) == 1
+
+
+@pytest.mark.parametrize(
+    "path", ["ogg/flink_json/ogg-data.txt", "goldengate_json/seed_all.json", "goldengate_json/seed_update.json"]
+)
+def test_real_samples_give_the_reference_files(path: str):
+    assert_same_files((FIXTURES / path).read_bytes())
+
+
+def test_options_that_change_the_reading_leave_it_to_the_reference():
+    data = (_record(1) + "\n" + _record(2) + "\n").encode()
+    assert assert_same_files(data, {"table": "OTHER", "keys": "NAME"}) == 1
+    assert assert_same_files(data, {"jsonDelimiter": "|"}) == 0
+    assert assert_same_files(data, {"encoding": "ISO-8859-1"}) == 0
+
+
+_TS = st.sampled_from(
+    [
+        "2024-06-01 00:00:00.000001",
+        "2024-06-01 23:59:59.999999",
+        "2024-02-30 00:00:00.000000",
+        "0000-01-01 00:00:00.000000",
+        "2024-06-01T01:02:03Z",
+        "2024-06-01 01:02:03.1234567",
+        "2024-06-01",
+        "bad",
+    ]
+)
+_VALUE = st.one_of(
+    st.sampled_from(
+        [
+            "-0",
+            "0",
+            "1e5",
+            "0.0000001",
+            "0.000001",
+            "1.50",
+            "true",
+            "false",
+            "null",
+            "[1]",
+            '{"a":1}',
+            '"\\u00e9"',
+            '"\\ud83d\\ude00"',
+            '"\\ud800"',
+            '"a\\"b"',
+        ]
+    ),
+    st.integers(-(2**70), 2**70).map(str),
+    st.decimals(allow_nan=False, allow_infinity=False, places=3).map(str),
+    st.text(max_size=6).map(lambda t: json.dumps(t, ensure_ascii=False)),
+)
+_IMAGE = st.lists(st.tuples(st.sampled_from(["ID", "A", "B", "é"]), _VALUE), max_size=4).map(
+    lambda pairs: "{" + ",".join(f"{json.dumps(k, ensure_ascii=False)}:{v}" for k, v in pairs) + "}"
+)
+
+
+@st.composite
+def _records(draw) -> str:
+    members = [
+        ("table", json.dumps(draw(st.sampled_from(["S.A", "S.B", ""])))),
+        ("op_type", json.dumps(draw(st.sampled_from(["I", "U", "D", "T", "X"])))),
+        ("op_ts", json.dumps(draw(_TS))),
+        ("current_ts", draw(st.sampled_from(['"2024-06-01T00:00:00"', "null"]))),
+        ("pos", json.dumps(draw(st.sampled_from(["1", "00000000000000000042", "", "A1"])))),
+        ("primary_keys", draw(st.sampled_from(['["ID"]', "[]", '["ID","A"]']))),
+        ("before", draw(st.one_of(_IMAGE, st.just("null")))),
+        ("after", draw(st.one_of(_IMAGE, st.just("null")))),
+    ]
+    kept = [m for m in members if m[0] in ("table", "op_type", "op_ts", "pos") or draw(st.booleans())]
+    return _line(kept)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_records(), min_size=1, max_size=8), st.sampled_from(["\n", "\r\n"]), st.booleans())
+def test_any_stream_gives_the_reference_files(records: list[str], newline: str, last_newline: bool):
+    data = (newline.join(records) + (newline if last_newline else "")).encode()
+    with mock.patch.object(columns, "SPAN_BYTES", 150):
+        assert_same_files(data)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.sampled_from(["{", "}", "{}", '{"a":1}', "  {", "x}"]), max_size=30), st.integers(1, 40))
+def test_spans_cover_the_data_and_cut_only_before_a_record_line(lines: list[str], span_bytes: int):
+    data = "\n".join(lines).encode()
+    with mock.patch.object(columns, "SPAN_BYTES", span_bytes):
+        cuts = list(spans(data))
+    assert b"".join(data[a:b] for a, b in cuts) == data
+    assert all(b > a for a, b in cuts)
+    for _, end in cuts[:-1]:
+        assert data[end : end + 1] == b"{"
+        previous = data[: end - 1].rsplit(b"\n", 1)[-1]
+        assert previous.rstrip().endswith(b"}")
