@@ -17,9 +17,12 @@ What makes it exact (the same record batch as the reference and the builder, hel
 - A value's text is the builder's when it is ``null``, ``true``, ``false``, a plain integer or
   decimal (``Decimal``'s own spelling: not ``-0``, no exponent, not below 1e-6), or a string without
   a backslash; any other value is read by the reference's JSON reader and written by the builder's
-  writer, one at a time. A nested value, a string that is not valid Unicode, a record the reference
-  would reject or announce a new column for (a ``SCHEMA`` event), or anything else outside the shape:
-  the whole span is left to the reference decoder (``None``), which reads it as before.
+  writer, one at a time.
+- A record with a column its table's layout lacks gets the reference's ``SCHEMA`` event just before it
+  (``_new_columns``: a piece that starts with a partial update learns the other columns later).
+- A nested value, a string that is not valid Unicode, a record the reference would reject, or anything
+  else outside the shape: the span is left to the reference decoder (``None``), which reads on from there
+  (``GoldenGateJsonDecoder.decode_columns``).
 """
 
 from __future__ import annotations
@@ -94,6 +97,8 @@ def _field_order(names: tuple[str, ...]) -> list[str]:
 
 _WRITE = msgspec.json.Encoder()
 _LITERALS = pa.array(["true", "false", "null"])
+#: ``meta`` of the reference's SCHEMA event for a column first seen in a record.
+_SCHEMA_EVENT_META = '{"column_source":"record"}'
 #: ``op_ts`` as GoldenGate writes it by default, read by one Arrow cast (``_event_times``).
 _PLAIN_TS = r"^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}$"
 _TS_TYPE = pa.timestamp("us", tz="UTC")
@@ -164,9 +169,7 @@ def _batch(decoder: GoldenGateJsonDecoder, records: list, starts: np.ndarray, fi
     if "TRUNCATE" in ops:
         for index in [i for i, op in enumerate(ops) if op == "TRUNCATE"]:
             befores[index] = afters[index] = None
-    layouts = _layouts(decoder._layouts, tables, befores, afters)
-    if layouts is None:
-        return None
+    layouts, announced = _layouts(decoder._layouts, tables, befores, afters)
     op_ts = [r.op_ts for r in records]
     if UNSET in op_ts:
         return None
@@ -203,26 +206,62 @@ def _batch(decoder: GoldenGateJsonDecoder, records: list, starts: np.ndarray, fi
             columns.append(pa.array(starts, pa.int64()))
         else:
             columns.append(nulls.cast(field.type))
+    batch = pa.RecordBatch.from_arrays(columns, schema=DECODED_FILE_SCHEMA)
+    if announced:
+        batch = _with_schema_events(batch, announced, keys)
     decoder._layouts = layouts
-    return pa.RecordBatch.from_arrays(columns, schema=DECODED_FILE_SCHEMA)
+    return batch
+
+
+def _with_schema_events(
+    batch: pa.RecordBatch, announced: list[tuple[int, list[str], list[str]]], keys: list
+) -> pa.RecordBatch:
+    """``batch`` with the reference's ``SCHEMA`` event (``_new_columns``) just before each record that
+    announces columns: ``(record index, the table's columns, the added ones)``; it carries the record's
+    table, seq, event_ts, keys and source."""
+    at = np.array([index for index, _, _ in announced], np.int64)
+    rows = batch.take(pa.array(at))
+    ddl = [
+        meta_text({"columns": [{"name": n, "type": None} for n in known], "added": added, "keys": list(keys[i] or [])})
+        for i, known, added in announced
+    ]
+    replaced = {
+        "op": pa.array(["SCHEMA"] * len(at), pa.string()),
+        "ddl": pa.array(ddl, pa.string()),
+        "meta": pa.array([_SCHEMA_EVENT_META] * len(at), pa.string()),
+    }
+    for name in ("before", "after"):
+        replaced[name] = pa.nulls(len(at), DECODED_FILE_SCHEMA.field(name).type)
+    for name, column in replaced.items():
+        index = DECODED_FILE_SCHEMA.get_field_index(name)
+        rows = rows.set_column(index, DECODED_FILE_SCHEMA.field(index), column)
+    # each SCHEMA event sorts just before its record: record i at 2i + 1, its announcement at 2i
+    order = np.argsort(np.concatenate((np.arange(batch.num_rows) * 2 + 1, at * 2)), kind="stable")
+    both = pa.Table.from_batches([batch, rows]).combine_chunks()
+    return both.take(pa.array(order)).to_batches()[0]
 
 
 def _layouts(
     known_layouts: dict[str, dict[str, None]], tables: list[str], befores: list, afters: list
-) -> dict[str, dict[str, None]] | None:
+) -> tuple[dict[str, dict[str, None]], list[tuple[int, list[str], list[str]]]]:
     """The reference's metadata-change rule (``_new_columns``) over the span: a table's first image sets its
-    columns; a later image with a column not among them is announced by a ``SCHEMA`` event, which this path
-    does not write (None). Returns the decoder's layouts after the span (a copy: kept only if the span is)."""
+    columns; a later image with columns not among them adds them, announced by a ``SCHEMA`` event.
+    Returns the decoder's layouts after the span (copies: kept only if the span is read here) and the
+    announcements ``(record index, the table's columns, the added ones)``."""
     layouts = dict(known_layouts)
-    for table, before, after in zip(tables, befores, afters, strict=True):
+    announced = []
+    for index, (table, before, after) in enumerate(zip(tables, befores, afters, strict=True)):
         if not before and not after:  # no columns (a truncate, empty images): nothing said of the layout
             continue
+        before, after = before or {}, after or {}
         known = layouts.get(table)
         if known is None:
-            layouts[table] = dict.fromkeys([*(before or ()), *(after or ())])
-        elif not (known.keys() >= (after or {}).keys() and known.keys() >= (before or {}).keys()):
-            return None
-    return layouts
+            layouts[table] = dict.fromkeys([*before, *after])
+        elif not (known.keys() >= after.keys() and known.keys() >= before.keys()):
+            added = [n for n in dict.fromkeys([*before, *after]) if n not in known]
+            known = layouts[table] = {**known, **dict.fromkeys(added)}
+            announced.append((index, list(known), added))
+    return layouts, announced
 
 
 def _event_times(op_ts: list[str]) -> pa.Array | None:

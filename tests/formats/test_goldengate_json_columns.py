@@ -108,7 +108,6 @@ def test_values_the_builder_spells_otherwise_are_rewritten_its_way(value: str):
     [
         (_record(3, after='{"ID":3,"V":{"nested":1}}'), 2),  # a nested value
         (_record(3, after='{"ID":3,"ID":4}'), 2),  # a column twice: the reference rejects the record
-        (_record(3, after='{"ID":3,"NEW":1}'), 2),  # a new column: the reference announces it (SCHEMA event)
         (_record(3, op="X"), 2),  # an unknown op_type: rejected
         (_record(3, extra='"member"'), 2),  # a member the formatter does not write: kept in meta
         (_record(3).replace('"2024-06-01 00:00:00.000001"', '"2024-02-30 00:00:00.000000"'), 2),  # no such day
@@ -124,6 +123,25 @@ def test_from_the_first_span_outside_the_shape_the_reference_reads_the_rest(odd:
     data = "\n".join(lines).encode()
     with mock.patch.object(columns, "SPAN_BYTES", 10):  # a span per record
         assert assert_same_files(data) == read
+
+
+@pytest.mark.parametrize("span_bytes", [10, 1 << 20])
+def test_a_column_first_seen_mid_file_is_announced_as_the_reference_does(span_bytes: int):
+    # a piece that starts with a partial update: its later full images add columns, each announced by a
+    # SCHEMA event just before the record
+    lines = [
+        _record(1, op="U", after='{"ID":1,"NAME":"b"}'),
+        _record(2, after='{"ID":2,"NAME":"c","QTY":3}'),
+        _record(3, op="D", after=None, before='{"ID":3,"NOTE":"x","QTY":1}'),
+        _record(4, after='{"ID":4,"NAME":"d","QTY":4,"NOTE":"y"}'),
+    ]
+    data = ("\n".join(lines) + "\n").encode()
+    with mock.patch.object(columns, "SPAN_BYTES", span_bytes):
+        assert assert_same_files(data) == len(list(spans(data)))
+        with tempfile.TemporaryDirectory() as work:
+            _, files = _task(data, Path(work), True, {})
+    ops = files["event"]["op"].to_pylist()
+    assert ops == ["UPDATE", "SCHEMA", "INSERT", "SCHEMA", "DELETE", "INSERT"]
 
 
 def test_the_formatter_s_other_members_and_orders_are_read_as_columns():
