@@ -307,8 +307,9 @@ def _image_array(images: list[dict[str, Raw] | None], type_: pa.DataType) -> pa.
     values = _value_texts(list(chain.from_iterable(image.values() for image in present)))
     if values is None:
         return None
-    sizes = np.fromiter(map(len, images), np.int32, len(images)) if len(present) == len(images) else None
-    if sizes is None:
+    if len(present) == len(images):
+        sizes = np.fromiter(map(len, images), np.int32, len(images))
+    else:
         sizes = np.array([0 if image is None else len(image) for image in images], np.int32)
     offsets = np.zeros(len(images) + 1, np.int32)
     np.cumsum(sizes, out=offsets[1:])
