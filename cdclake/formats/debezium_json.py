@@ -40,10 +40,11 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime as dt
+import functools
 import json
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cdclake.events import ChangeEvent, Rejected
 from cdclake.formats import _kafka_connect as kc
@@ -54,6 +55,9 @@ from cdclake.limits import MAX_JSON_DEPTH as MAX_DEPTH
 from cdclake.limits import MAX_RAW_BYTES, MAX_RECORD_BYTES
 from cdclake.options import OptionError, Options
 from cdclake.registry import Decoder, register
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 #: ``seq`` width of numeric positions (LSN, SCN, txId, ts_ms): zero-padded to this many digits.
 SEQ_WIDTH = 20
@@ -98,6 +102,8 @@ class DebeziumJsonDecoder(Decoder):
         self._pending_keys: list[str] | None = None
         #: Per table, the columns (name -> type) of the value schema last announced by a SCHEMA event.
         self._layouts: dict[str, dict[str, str | None]] = {}
+        #: The columnar path's reading of each schema block's text (:mod:`.debezium_json_columns`).
+        self._column_plans: dict[bytes, Any] = {}
 
     @property
     def skipped(self) -> dict[str, int]:
@@ -109,6 +115,21 @@ class DebeziumJsonDecoder(Decoder):
         }
 
     # --- framing -------------------------------------------------------------------------------
+
+    def decode_columns(self, data: bytes, file: str) -> Iterator[ChangeEvent | Rejected | pa.RecordBatch]:
+        """Records in Kafka Connect's ``JsonConverter`` shape (one compact ``{"schema", "payload"}`` record per
+        line, UTF-8), a span at a time as Arrow columns (:mod:`.debezium_json_columns`). From the first span
+        outside that shape, the reference reads: the whole ``data`` again, as without this path, giving what
+        it finds from that span on (its reasons count lines from the first byte of ``data``; the spans before
+        held row changes only, which leave the same layouts and counts whichever path reads them)."""
+        if self.hbase == "true":
+            yield from self.decode(data, file)
+            return
+        from cdclake.formats._json_columns import read_spans  # pyarrow: only in a decode task
+        from cdclake.formats.debezium_json_columns import decode_span
+
+        self._pending_keys = None
+        yield from read_spans(self.decode, functools.partial(decode_span, self), data, file)
 
     def decode(self, data: bytes, file: str) -> Iterator[ChangeEvent | Rejected]:
         """Events and rejected records of one landing file (already gunzipped), in file order."""
@@ -250,36 +271,8 @@ class DebeziumJsonDecoder(Decoder):
         if keys is None:
             keys = record_keys
 
-        tx_id, tx_pos = None, None
-        transaction = payload.get("transaction")
-        if isinstance(transaction, dict) and transaction.get("id") is not None:
-            tx_id = str(transaction["id"])
-            order = transaction.get("total_order")
-            tx_pos = order if isinstance(order, int) and not isinstance(order, bool) else None
-        elif src.get("txId") is not None:
-            tx_id = str(src["txId"])
-        elif isinstance(src.get("gtid"), str) and src["gtid"]:
-            tx_id = src["gtid"]
-
-        meta["source"] = src
-        meta["seq_from"] = seq_from
-        for name in ("ts_ms", "ts_us", "ts_ns"):
-            if payload.get(name) is not None:
-                meta[name] = payload[name]
-        if transaction is not None:
-            meta["transaction"] = transaction
-        for name in _CDL_MEMBERS:
-            if name in payload:
-                meta[name] = payload[name]
-        if isinstance(schema_name, str):
-            meta["schema_name"] = schema_name
-        if unavailable:
-            meta["unavailable_columns"] = sorted(set(unavailable))
-        extra = {k: v for k, v in payload.items() if k not in _PAYLOAD_MEMBERS and k not in _CDL_MEMBERS}
-        if extra:
-            meta["extra"] = extra
-        if column_types:
-            meta["column_types"] = column_types
+        tx_id, tx_pos = transaction_ids(payload, src)
+        meta = event_meta(meta, src, seq_from, payload, schema_name, unavailable, column_types)
 
         event = ChangeEvent(
             table=table,
@@ -456,6 +449,51 @@ def _hbase_image(image: dict[str, Any], auto: bool) -> dict[str, Any]:
                 f"{json_kind(value)} {str(value)[:60]!r}{hint}"
             ) from None
     return out
+
+
+def transaction_ids(payload: dict[str, Any], src: dict[str, Any]) -> tuple[str | None, int | None]:
+    """(tx_id, tx_pos): the payload's ``transaction`` block, else the source's ``txId`` or ``gtid``."""
+    transaction = payload.get("transaction")
+    if isinstance(transaction, dict) and transaction.get("id") is not None:
+        order = transaction.get("total_order")
+        return str(transaction["id"]), order if isinstance(order, int) and not isinstance(order, bool) else None
+    if src.get("txId") is not None:
+        return str(src["txId"]), None
+    if isinstance(src.get("gtid"), str) and src["gtid"]:
+        return src["gtid"], None
+    return None, None
+
+
+def event_meta(
+    meta: dict[str, Any],
+    src: dict[str, Any],
+    seq_from: str,
+    payload: dict[str, Any],
+    schema_name: Any,
+    unavailable: list[str],
+    column_types: dict[str, str],
+) -> dict[str, Any]:
+    """An event's ``meta`` (``meta`` holds its ``op``), its members in this order (their JSON text's)."""
+    meta["source"] = src
+    meta["seq_from"] = seq_from
+    for name in ("ts_ms", "ts_us", "ts_ns"):
+        if payload.get(name) is not None:
+            meta[name] = payload[name]
+    if payload.get("transaction") is not None:
+        meta["transaction"] = payload["transaction"]
+    for name in _CDL_MEMBERS:
+        if name in payload:
+            meta[name] = payload[name]
+    if isinstance(schema_name, str):
+        meta["schema_name"] = schema_name
+    if unavailable:
+        meta["unavailable_columns"] = sorted(set(unavailable))
+    extra = {k: v for k, v in payload.items() if k not in _PAYLOAD_MEMBERS and k not in _CDL_MEMBERS}
+    if extra:
+        meta["extra"] = extra
+    if column_types:
+        meta["column_types"] = column_types
+    return meta
 
 
 def _no_op_reason(payload: dict[str, Any]) -> str:

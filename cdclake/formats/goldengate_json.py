@@ -21,6 +21,7 @@ Why it is written this way:
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -120,14 +121,10 @@ class GoldenGateJsonDecoder(Decoder):
         if self.delimiter or self.codec != "utf-8" or self.schema_path is not None:
             yield from self.decode(data, file)
             return
-        from cdclake.formats.goldengate_json_columns import decode_span, spans  # pyarrow: only in a decode task
+        from cdclake.formats._json_columns import read_spans  # pyarrow: only in a decode task
+        from cdclake.formats.goldengate_json_columns import decode_span
 
-        for start, end in spans(data):
-            batch = decode_span(self, data[start:end], file, start)
-            if batch is None:
-                yield from (item for item in self.decode(data, file) if item.source.offset >= start)
-                return
-            yield batch
+        yield from read_spans(self.decode, functools.partial(decode_span, self), data, file)
 
     def decode(self, data: bytes, file: str) -> Iterator[ChangeEvent | Rejected]:
         """Events and rejected records of one landing file (already gunzipped), in file order."""

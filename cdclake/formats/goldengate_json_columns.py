@@ -28,7 +28,6 @@ What makes it exact (the same record batch as the reference and the builder, hel
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from decimal import Decimal
 from itertools import chain
 from typing import TYPE_CHECKING, Any
@@ -42,13 +41,10 @@ from msgspec import UNSET, Raw, UnsetType
 from cdclake.event_arrow import DECODED_FILE_SCHEMA
 from cdclake.events import meta_text, value_text
 from cdclake.formats._gg_common import _OP_TS, SEQ_WIDTH, parse_ts, pos_to_seq
-from cdclake.limits import MAX_RECORD_BYTES
+from cdclake.formats._json_columns import raw_texts, record_starts, respelt
 
 if TYPE_CHECKING:
     from cdclake.formats.goldengate_json import GoldenGateJsonDecoder
-
-#: A span is cut at the first record start after this many bytes (bounds the memory of one span's records).
-SPAN_BYTES = 4 << 20
 
 
 #: The members this path reads, and how (any other member: the reference reads the span).
@@ -96,34 +92,12 @@ def _field_order(names: tuple[str, ...]) -> list[str]:
 
 
 _WRITE = msgspec.json.Encoder()
-_LITERALS = pa.array(["true", "false", "null"])
 #: ``meta`` of the reference's SCHEMA event for a column first seen in a record.
 _SCHEMA_EVENT_META = '{"column_source":"record"}'
 #: ``op_ts`` as GoldenGate writes it by default, read by one Arrow cast (``_event_times``).
 _PLAIN_TS = r"^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}$"
 _TS_TYPE = pa.timestamp("us", tz="UTC")
 _VALUE_READER = json.JSONDecoder(parse_float=Decimal, parse_constant=Decimal)
-
-
-def spans(data: bytes) -> Iterator[tuple[int, int]]:
-    """``data`` in spans of about :data:`SPAN_BYTES`, each cut before a line starting with ``{`` after a
-    line ending with ``}`` (the decode task's rule for pieces: a record is never cut)."""
-    start, size = 0, len(data)
-    while start < size:
-        cut = start + SPAN_BYTES
-        while cut < size:
-            cut = data.find(b"\n{", cut)
-            if cut < 0:
-                cut = size
-                break
-            line_start = data.rfind(b"\n", 0, cut) + 1
-            if data[line_start:cut].rstrip().endswith(b"}"):
-                cut += 1
-                break
-            cut += 1
-        end = min(cut, size)
-        yield start, end
-        start = end
 
 
 def decode_span(decoder: GoldenGateJsonDecoder, span: bytes, file: str, offset: int) -> pa.RecordBatch | None:
@@ -145,11 +119,8 @@ def decode_span(decoder: GoldenGateJsonDecoder, span: bytes, file: str, offset: 
             return None
     except (msgspec.EncodeError, UnicodeEncodeError):  # e.g. a lone surrogate from a \ud800 escape
         return None
-    ends = np.flatnonzero(np.frombuffer(text, np.uint8) == 10)
-    if len(ends) != len(records):
-        return None
-    starts = np.concatenate(([0], ends[:-1] + 1))
-    if int((ends - starts).max()) >= MAX_RECORD_BYTES:
+    starts = record_starts(text, len(records))
+    if starts is None:
         return None
     return _batch(decoder, records, starts + offset, file)
 
@@ -322,34 +293,13 @@ def _image_array(images: list[dict[str, Raw] | None], type_: pa.DataType) -> pa.
     )
 
 
-def _respelt(texts: pa.Array) -> pa.BooleanArray:
-    """Which JSON texts (valid JSON: msgspec checked them) the builder would spell otherwise: escapes in a
-    string (only strings hold a backslash), nested values, and numbers ``Decimal`` or ``int`` write another
-    way (an exponent; ``-0``; a decimal below 1e-6, ``0.0000001`` is ``1E-7``: every one of them starts with
-    six zeros after the point, a few that do not respell are flagged too). Simple kernels, not a regular
-    expression: a regular expression's set-up per value cost more than the rest of the column."""
-    literal_or_string = pc.or_(pc.starts_with(texts, '"'), pc.is_in(texts, _LITERALS))
-    exponent = pc.and_not(pc.or_(pc.match_substring(texts, "e"), pc.match_substring(texts, "E")), literal_or_string)
-    odd = pc.or_(pc.match_substring(texts, "\\"), exponent)
-    for prefix in ("{", "[", "0.000000", "-0.000000"):
-        odd = pc.or_(odd, pc.starts_with(texts, prefix))
-    return pc.or_(odd, pc.equal(texts, "-0"))
-
-
 def _value_texts(raws: list[Raw]) -> pa.StringArray | None:
     """The values' JSON texts as the builder writes them: the text itself where it already is, else the
     reference's reading of it written again (None: a nested value or text that is not valid Unicode)."""
-    lengths = np.fromiter(map(len, raws), np.int64, len(raws))
-    offsets = np.zeros(len(raws) + 1, np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    texts = pa.Array.from_buffers(
-        pa.large_string(), len(raws), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(raws))]
-    )
-    try:
-        texts.validate(full=True)  # UTF-8
-    except pa.ArrowInvalid:
+    texts = raw_texts(raws)
+    if texts is None:
         return None
-    odd = np.flatnonzero(_respelt(texts).to_numpy(zero_copy_only=False))
+    odd = np.flatnonzero(respelt(texts).to_numpy(zero_copy_only=False))
     if not len(odd):
         return texts.cast(pa.string())
     fixed = texts.to_pylist()

@@ -12,48 +12,20 @@ import tempfile
 from pathlib import Path
 from unittest import mock
 
-import pyarrow as pa
-import pyarrow.parquet as pq
+import columns_check
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import cdclake.formats.goldengate_json_columns as columns
+import cdclake.formats._json_columns as json_columns
 from cdclake.bench.generate import generate
-from cdclake.formats.goldengate_json_columns import spans
-from cdclake.jobs.decode import decode_to_files
-from cdclake.options import Options
-from cdclake.registry import get_decoder
+from cdclake.formats._json_columns import spans
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
-def _task(data: bytes, work: Path, fast: bool, options: dict[str, str]) -> tuple[dict, dict]:
-    path = work / "landing.json"
-    path.write_bytes(data)
-    out = work / ("fast" if fast else "reference")
-    pieces = [("landing.json", str(path), 0, None)]
-    counts = decode_to_files("goldengate-json", options, pieces, None, str(out), "p", fast)
-    files = {
-        kind: pq.read_table(out / f"kind={kind}" / "part-p.parquet")
-        for kind in ("event", "rejected")
-        if (out / f"kind={kind}" / "part-p.parquet").exists()
-    }
-    return counts, files
-
-
 def assert_same_files(data: bytes, options: dict[str, str] | None = None) -> int:
-    """Both paths write the same files; returns how many spans the columnar path read."""
-    options = options or {}
-    with tempfile.TemporaryDirectory() as work:
-        reference = _task(data, Path(work), False, options)
-        fast = _task(data, Path(work), True, options)
-    assert fast[0] == reference[0]
-    assert fast[1].keys() == reference[1].keys()
-    for kind, table in reference[1].items():
-        assert fast[1][kind].equals(table), kind
-    decoder = get_decoder("goldengate-json", Options(options))
-    return sum(type(item) is pa.RecordBatch for item in decoder.decode_columns(data, "landing.json"))
+    return columns_check.assert_same_files("goldengate-json", data, options)
 
 
 def _line(members: list[tuple[str, str]]) -> str:
@@ -73,7 +45,7 @@ def _record(pos: int, op: str = "I", after: str | None = '{"ID":1,"NAME":"a"}', 
 def test_the_bench_stream_is_read_as_columns_span_by_span(tmp_path: Path):
     gens, _ = generate(["goldengate-json"], tmp_path / "files", 400, seed=5, file_events=400)
     data = gens["goldengate-json"].files[0].read_bytes()
-    with mock.patch.object(columns, "SPAN_BYTES", 5000):
+    with mock.patch.object(json_columns, "SPAN_BYTES", 5000):
         read = assert_same_files(data)
         assert read == len(list(spans(data))) > 5
 
@@ -121,7 +93,7 @@ def test_values_the_builder_spells_otherwise_are_rewritten_its_way(value: str):
 def test_from_the_first_span_outside_the_shape_the_reference_reads_the_rest(odd: str, read: int):
     lines = [_record(1), _record(2), odd, _record(4), _record(5)]
     data = "\n".join(lines).encode()
-    with mock.patch.object(columns, "SPAN_BYTES", 10):  # a span per record
+    with mock.patch.object(json_columns, "SPAN_BYTES", 10):  # a span per record
         assert assert_same_files(data) == read
 
 
@@ -136,10 +108,10 @@ def test_a_column_first_seen_mid_file_is_announced_as_the_reference_does(span_by
         _record(4, after='{"ID":4,"NAME":"d","QTY":4,"NOTE":"y"}'),
     ]
     data = ("\n".join(lines) + "\n").encode()
-    with mock.patch.object(columns, "SPAN_BYTES", span_bytes):
+    with mock.patch.object(json_columns, "SPAN_BYTES", span_bytes):
         assert assert_same_files(data) == len(list(spans(data)))
         with tempfile.TemporaryDirectory() as work:
-            _, files = _task(data, Path(work), True, {})
+            _, files = columns_check._task("goldengate-json", data, Path(work), True, {})
     ops = files["event"]["op"].to_pylist()
     assert ops == ["UPDATE", "SCHEMA", "INSERT", "SCHEMA", "DELETE", "INSERT"]
 
@@ -230,7 +202,7 @@ def _records(draw) -> str:
 @given(st.lists(_records(), min_size=1, max_size=8), st.sampled_from(["\n", "\r\n"]), st.booleans())
 def test_any_stream_gives_the_reference_files(records: list[str], newline: str, last_newline: bool):
     data = (newline.join(records) + (newline if last_newline else "")).encode()
-    with mock.patch.object(columns, "SPAN_BYTES", 150):
+    with mock.patch.object(json_columns, "SPAN_BYTES", 150):
         assert_same_files(data)
 
 
@@ -238,7 +210,7 @@ def test_any_stream_gives_the_reference_files(records: list[str], newline: str, 
 @given(st.lists(st.sampled_from(["{", "}", "{}", '{"a":1}', "  {", "x}"]), max_size=30), st.integers(1, 40))
 def test_spans_cover_the_data_and_cut_only_before_a_record_line(lines: list[str], span_bytes: int):
     data = "\n".join(lines).encode()
-    with mock.patch.object(columns, "SPAN_BYTES", span_bytes):
+    with mock.patch.object(json_columns, "SPAN_BYTES", span_bytes):
         cuts = list(spans(data))
     assert b"".join(data[a:b] for a, b in cuts) == data
     assert all(b > a for a, b in cuts)
