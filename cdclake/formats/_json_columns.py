@@ -4,14 +4,19 @@ column of their JSON texts, and which of those texts the builder would spell oth
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
+from decimal import Decimal
 from typing import Any
 
+import msgspec
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from msgspec import UNSET, Raw, UnsetType
 
-from cdclake.limits import MAX_RECORD_BYTES
+from cdclake.formats._json import _unique_object
+from cdclake.limits import MAX_JSON_DEPTH, MAX_RECORD_BYTES
 
 #: A span is cut at the first record start after this many bytes (bounds the memory of one span's records).
 SPAN_BYTES = 4 << 20
@@ -80,6 +85,23 @@ def record_starts(text: bytes, records: int) -> np.ndarray | None:
     return None if int((ends - starts).max()) >= MAX_RECORD_BYTES else starts
 
 
+def shallow(text: bytes, starts: np.ndarray, heads: list) -> bool:
+    """Whether no record (a line from each of ``starts``, ``{"schema":<head>,"payload":...}``) holds more
+    brackets than the depth limit, so none can nest deeper than the reference reads. ``heads``: each record's
+    schema block (``Raw``), whose brackets are counted once per run of equal blocks, the rest of each line
+    by one C count."""
+    count = text.count
+    ends = [*starts[1:].tolist(), len(text)]
+    previous, in_head, most = None, 0, 0
+    for start, end, head in zip(starts.tolist(), ends, heads, strict=True):
+        if head != previous:
+            previous, block = head, bytes(head)
+            in_head = block.count(b"{") + block.count(b"[")
+        rest = start + 10 + len(head)  # past '{"schema":' and the block
+        most = max(most, in_head + count(b"{", rest, end) + count(b"[", rest, end))
+    return most <= MAX_JSON_DEPTH
+
+
 def read_spans(
     decode: Callable[[bytes, str], Iterator[Any]],
     decode_span: Callable[[bytes, str, int], pa.RecordBatch | None],
@@ -96,3 +118,261 @@ def read_spans(
             yield from (item for item in decode(data, file) if item.source.offset >= start)
             return
         yield batch
+
+
+# How a column's values are judged by :func:`image_array`: kept as their JSON text when the reference keeps the
+# parsed value of that JSON type unchanged (``UNNAMED``: a column its schema does not name, any scalar), else
+# converted one at a time (``CONVERT``).
+UNNAMED, INT, FLOAT, BOOL, STR, CONVERT = range(6)
+# Integer dates and timestamps (days; milli-, micro-, nanoseconds since the epoch): converted at once by Arrow
+# (``_epoch_texts``) where the value is a JSON integer of the years 1000-9999, else like ``CONVERT``.
+DATE_DAYS, TS_MILLIS, TS_MICROS, TS_NANOS = range(6, 10)
+# A decimal the reference reads from a JSON number or from text (``Decimal(text)``): a number is kept as its text,
+# text spelt as ``Decimal`` writes it loses its quotes (``_with_decimal_texts``), anything else like ``CONVERT``.
+TEXT_DECIMAL = 10
+#: Text ``str(Decimal(text))`` gives back unchanged (with GoldenGate JSON's respelling rules on top).
+_PLAIN_DECIMAL = r'^"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?"$'
+#: The integer logical kinds by ``(logical kind, units per second)`` (``_kafka_connect._INTEGER_LOGICAL``'s).
+EPOCH_KINDS = {("date", 0): DATE_DAYS, ("timestamp", 1_000): TS_MILLIS}
+EPOCH_KINDS |= {("timestamp", 1_000_000): TS_MICROS, ("timestamp", 1_000_000_000): TS_NANOS}
+_DAY_US = 86_400_000_000
+#: Microseconds since the epoch of 1000-01-01 and of 9999-12-31 23:59:59.999999: Arrow spells the years between
+#: as Python's ``isoformat`` does (four digits).
+_MIN_US, _MAX_US = -30_610_224_000_000_000, 253_402_300_799_999_999
+_KIND_OF_KEPT = {(int,): INT, (int, Decimal): FLOAT, (bool,): BOOL, (str,): STR}
+_INTEGER = r"^-?(?:0|[1-9][0-9]*)$"
+#: What a converter gives for a value the reference drops from its image, or refuses (it words why).
+DROPPED, REFUSED = object(), object()
+
+
+def kind_of_kept(kept: tuple[type, ...]) -> int:
+    """The kind of a field whose values the reference keeps when of exactly these Python types."""
+    return _KIND_OF_KEPT.get(kept, CONVERT)
+
+
+def judged_slow(texts: pa.Array, kinds: np.ndarray, probes: tuple[bytes, ...] | None) -> tuple[np.ndarray, np.ndarray]:
+    """Which values must be converted one at a time, and which of those hold one of ``probes`` (the texts of
+    a value the reference drops: the converter gets to see it)."""
+
+    def flags(array: pa.Array) -> np.ndarray:
+        return np.asarray(pc.fill_null(array, False).to_numpy(zero_copy_only=False), bool)
+
+    null = flags(pc.equal(texts, "null"))
+    spelt = flags(respelt(texts))  # escapes, nested values, numbers written another way
+    string = flags(pc.starts_with(texts, '"'))
+    boolean = flags(pc.is_in(texts, pa.array(["true", "false"])))
+    number = ~string & ~boolean & ~null & ~spelt
+    fast = null.copy()
+    fast |= (kinds == UNNAMED) & ~spelt
+    fast |= (kinds == INT) & flags(pc.match_substring_regex(texts, _INTEGER)) & ~spelt
+    fast |= (kinds == FLOAT) & number
+    fast |= (kinds == BOOL) & boolean
+    fast |= (kinds == STR) & string & ~spelt
+    fast |= (kinds == TEXT_DECIMAL) & number
+    probed = np.zeros(len(kinds), bool)
+    for probe in probes or ():
+        probed |= flags(pc.match_substring(texts, probe.decode()))
+    return ~fast | probed, probed
+
+
+def image_array(
+    images: list[dict[str, Any] | None],
+    kinds: list[dict[str, int]],
+    convert: Callable[[int, str, str, bool], Any],
+    probes: tuple[bytes, ...] | None,
+    unavailable: list[list[str]] | None,
+    type_: pa.DataType,
+) -> tuple[pa.MapArray, list] | None:
+    """One ``map<string,string>`` column of the records' images (each a dict of ``Raw`` JSON texts) as the
+    builder writes it, and each image's column names as kept; None: a value the reference refuses or text
+    that is not valid Unicode.
+
+    ``kinds``: per record, its columns' kinds. ``convert(record, column, text, probed)``: the reference's
+    value as JSON text, :data:`DROPPED` (listed in ``unavailable[record]``) or :data:`REFUSED`.
+    """
+    names: list[str] = []
+    raws: list[Any] = []
+    flat_kinds: list[int] = []
+    for record, kind in zip(images, kinds, strict=True):
+        if record:
+            names.extend(record)
+            raws.extend(record.values())
+            get = kind.get
+            flat_kinds.extend([get(name, UNNAMED) for name in record])
+    sizes = np.fromiter((0 if r is None else len(r) for r in images), np.int64, len(images))
+    owners = np.repeat(np.arange(len(images)), sizes)
+    texts = raw_texts(raws)
+    if texts is None:
+        return None
+    kinds_of = np.array(flat_kinds, np.int8)
+    slow, probed = judged_slow(texts, kinds_of, probes)
+    texts = _with_epoch_texts(texts, kinds_of, slow, probed)  # these two clear ``slow`` where they convert
+    texts = _with_decimal_texts(texts, kinds_of, slow, probed)
+    dropped = np.zeros(len(raws), bool)
+    if slow.any():
+        fixed = texts.to_pylist()
+        probed_at = probed.tolist()
+        for index in np.flatnonzero(slow).tolist():
+            owner = int(owners[index])
+            value = convert(owner, names[index], fixed[index], probed_at[index])
+            if value is DROPPED:
+                dropped[index] = True
+                unavailable[owner].append(names[index])  # type: ignore[index]
+            elif value is REFUSED:
+                return None
+            else:
+                fixed[index] = value
+        values = pa.array(fixed, pa.string())
+    else:
+        values = texts.cast(pa.string())
+    kept = [None if r is None else list(r) for r in images]
+    if dropped.any():
+        for index in np.flatnonzero(dropped).tolist():
+            kept[int(owners[index])].remove(names[index])  # type: ignore[union-attr]
+        keep = ~dropped
+        values = values.filter(pa.array(keep))
+        names = [name for name, k in zip(names, keep.tolist(), strict=True) if k]
+        sizes = np.bincount(owners[keep], minlength=len(images))
+    offsets = np.zeros(len(images) + 1, np.int32)
+    np.cumsum(sizes, out=offsets[1:])
+    array = pa.MapArray.from_arrays(
+        pa.array(offsets),
+        pa.array(names, pa.string()),
+        values,
+        type=type_,
+        mask=pa.array([r is None for r in images], pa.bool_()),
+    )
+    return array, kept
+
+
+def _with_epoch_texts(texts: pa.Array, kinds: np.ndarray, slow: np.ndarray, probed: np.ndarray) -> pa.Array:
+    """``texts`` with each integer date or timestamp (``DATE_DAYS``, ``TS_*``: a JSON integer of the years
+    1000-9999, not probed) replaced by its converted JSON text, as the reference's ``date_from_days`` /
+    ``timestamp_from_epoch`` and the builder spell it; those are no longer ``slow``."""
+    candidates = np.flatnonzero((kinds >= DATE_DAYS) & (kinds <= TS_NANOS) & ~probed)
+    if not len(candidates):
+        return texts
+    chosen = texts.take(pa.array(candidates))
+    integral = np.asarray(
+        pc.fill_null(
+            pc.and_(pc.match_substring_regex(chosen, _INTEGER), pc.less_equal(pc.utf8_length(chosen), 16)), False
+        ).to_numpy(zero_copy_only=False),
+        bool,
+    )
+    numbers = np.zeros(len(candidates), np.int64)
+    numbers[integral] = pc.cast(chosen.filter(pa.array(integral)), pa.int64()).to_numpy()
+    kind = kinds[candidates]
+    # no overflow below: days past this bound are outside the years anyway (16 characters of milliseconds
+    # times 1,000 wrap only to values below the years)
+    safe = (kind != DATE_DAYS) | (np.abs(numbers) <= 4_000_000)
+    numbers[~safe] = 0
+    micros = np.select(
+        [kind == DATE_DAYS, kind == TS_MILLIS, kind == TS_MICROS],
+        [numbers * _DAY_US, numbers * 1_000, numbers],
+        np.floor_divide(numbers, 1_000),
+    )
+    done = integral & safe & (micros >= _MIN_US) & (micros <= _MAX_US)
+    if not done.any():
+        return texts
+    at = micros[done]
+    stamps = pa.array(at, pa.int64()).cast(pa.timestamp("us")).cast(pa.string())
+    days = pa.array(at // _DAY_US, pa.int64()).cast(pa.int32()).cast(pa.date32()).cast(pa.string())
+    spelt = pc.if_else(
+        pa.array(kind[done] == DATE_DAYS),
+        pc.binary_join_element_wise('"', days, '"', ""),
+        pc.binary_join_element_wise('"', pc.replace_substring(stamps, " ", "T", max_replacements=1), 'Z"', ""),
+    )
+    mask = np.zeros(len(texts), bool)
+    mask[candidates[done]] = True
+    slow[mask] = False
+    return pc.replace_with_mask(texts, pa.array(mask), spelt.cast(texts.type))
+
+
+def _with_decimal_texts(texts: pa.Array, kinds: np.ndarray, slow: np.ndarray, probed: np.ndarray) -> pa.Array:
+    """``texts`` with each ``TEXT_DECIMAL`` string that ``Decimal`` spells back unchanged (a plain decimal, none
+    of the respelling rules' cases) replaced by that number's text; those are no longer ``slow``."""
+    candidates = np.flatnonzero((kinds == TEXT_DECIMAL) & slow & ~probed)
+    if not len(candidates):
+        return texts
+    chosen = texts.take(pa.array(candidates))
+    plain = pc.match_substring_regex(chosen, _PLAIN_DECIMAL)
+    inner = pc.utf8_slice_codeunits(chosen, 1, -1)
+    done = np.asarray(pc.fill_null(pc.and_not(plain, respelt(inner)), False).to_numpy(zero_copy_only=False), bool)
+    if not done.any():
+        return texts
+    mask = np.zeros(len(texts), bool)
+    mask[candidates[done]] = True
+    slow[mask] = False
+    return pc.replace_with_mask(texts, pa.array(mask), inner.filter(pa.array(done)).cast(texts.type))
+
+
+_ENVELOPE = msgspec.json.Decoder(dict[str, Raw])
+#: The reference scanner's reading of one value (exact numbers) and of a schema block (a repeated member refused).
+VALUE_READER = json.JSONDecoder(parse_float=Decimal, parse_constant=Decimal)
+SCHEMA_READER = json.JSONDecoder(parse_float=Decimal, parse_constant=Decimal, object_pairs_hook=_unique_object)
+#: Numbers as the reference's reader reads them (``Decimal``); written back as numbers for the byte check.
+_WRITE = msgspec.json.Encoder(decimal_format="number")
+
+
+class EnvelopeReader:
+    """Reads a span of Kafka Connect ``{"schema", "payload"}`` records, one compact record per line, the
+    schema block kept as ``Raw`` and the payload as a struct of ``members`` (name -> type, in the order the
+    writer writes them; a payload with another member is not read).
+
+    msgspec must write the records back to the span's exact bytes: so no blanks, no member twice (a
+    repeated member would be dropped by the read and missing from the write), the writer's member order
+    (the span's first record's; members it lacks placed where the writer writes them), and numbers spelt
+    as the reference's reader reads them (``Decimal``)."""
+
+    def __init__(self, name: str, members: dict[str, object]) -> None:
+        self.name, self.members = name, members
+        self._readers: dict[tuple[str, ...], msgspec.json.Decoder] = {}
+
+    def span(self, span: bytes) -> tuple[list, np.ndarray] | None:
+        """The records of a span and the offset of each in it; None when one is not in this shape, is at the
+        record size limit, or may nest deeper than the reference reads (:func:`shallow`)."""
+        if not span or span.startswith(b"\xef\xbb\xbf"):
+            return None
+        text = span if span.endswith(b"\n") else span + b"\n"
+        records = self.records(text)
+        if records is None:
+            return None
+        starts = record_starts(text, len(records))
+        if starts is None or not shallow(text, starts, [r.schema for r in records]):
+            return None
+        return records, starts
+
+    def records(self, text: bytes) -> list | None:
+        """The records of ``text`` (whole lines), or None when it is not in this shape."""
+        try:
+            envelope = _ENVELOPE.decode(text[: text.index(b"\n")])
+            if tuple(envelope) != ("schema", "payload"):
+                return None
+            reader = self._reader(tuple(_ENVELOPE.decode(envelope["payload"])))
+            if reader is None:
+                return None
+            records = reader.decode_lines(text)
+            if not records or _WRITE.encode_lines(records) != text:
+                return None
+        except (msgspec.DecodeError, msgspec.ValidationError, msgspec.EncodeError, UnicodeEncodeError):
+            return None
+        return records
+
+    def _reader(self, names: tuple[str, ...]) -> msgspec.json.Decoder | None:
+        reader = self._readers.get(names)
+        if reader is None:
+            if not set(names) <= self.members.keys() or len(self._readers) >= 64:
+                return None
+            order = list(names)
+            canonical = list(self.members)
+            for index, name in enumerate(canonical):
+                if name not in order:
+                    later = [order.index(n) for n in canonical[index + 1 :] if n in order]
+                    order.insert(min(later) if later else len(order), name)
+            fields = [(n, self.members[n] | UnsetType, UNSET) for n in order]
+            payload = msgspec.defstruct(f"{self.name}Payload", fields, forbid_unknown_fields=True)
+            envelope = msgspec.defstruct(
+                f"{self.name}Envelope", [("schema", Raw), ("payload", payload)], forbid_unknown_fields=True
+            )
+            reader = self._readers[names] = msgspec.json.Decoder(envelope, float_hook=Decimal)
+        return reader

@@ -38,10 +38,11 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime as dt
+import functools
 import re
 from collections.abc import Iterator
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cdclake.events import ChangeEvent, Rejected
 from cdclake.formats import _kafka_connect as kc
@@ -58,6 +59,9 @@ from cdclake.formats._datahub import (
 )
 from cdclake.options import Options
 from cdclake.registry import Decoder, register
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 #: ``seq`` width: an unsigned 64-bit LSN has at most 20 digits.
 SEQ_WIDTH = 20
@@ -102,6 +106,17 @@ class CdlJsonDecoder(Decoder):
     def __init__(self, options: Options) -> None:
         super().__init__(options)
         self.heartbeat_table = (options.str("heartbeatTable", HEARTBEAT_TABLE) or "").strip().lower() or None
+        #: The columnar path's reading of each schema block's text (:mod:`.cdl_json_columns`).
+        self._column_plans: dict[bytes, Any] = {}
+
+    def decode_columns(self, data: bytes, file: str) -> Iterator[ChangeEvent | Rejected | pa.RecordBatch]:
+        """Messages in CDL's shape (one compact ``{"schema", "payload"}`` record per line, UTF-8), a span at
+        a time as Arrow columns (:mod:`.cdl_json_columns`); from the first span outside it, the reference
+        (``_json_columns.read_spans``)."""
+        from cdclake.formats._json_columns import read_spans  # pyarrow: only in a decode task
+        from cdclake.formats.cdl_json_columns import decode_span
+
+        yield from read_spans(self.decode, functools.partial(decode_span, self), data, file)
 
     def decode(self, data: bytes, file: str) -> Iterator[ChangeEvent | Rejected]:
         """Events and rejected records of one landing file, in file order."""
@@ -150,16 +165,7 @@ class CdlJsonDecoder(Decoder):
         if self.heartbeat_table and source_table and source_table.lower() == self.heartbeat_table:
             op = "HEARTBEAT"
 
-        event_ts = _timestamp(payload)
-        properties = _transaction(payload.get("transaction"))
-        lsn = _lsn(properties)
-        if lsn is not None:
-            seq, seq_from = str(lsn).zfill(SEQ_WIDTH), "lsn"
-        else:
-            millis = (event_ts - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)) // dt.timedelta(milliseconds=1)
-            seq, seq_from = str(millis).zfill(SEQ_WIDTH), "TIMESTAMP"
-        tx = _property(properties, "txid")
-        tx_id = None if tx is None else str(tx)
+        event_ts, properties, seq, seq_from, tx_id = position(payload)
 
         unique = payload.get("unique")
         if unique is not None and not isinstance(unique, dict):
@@ -184,18 +190,7 @@ class CdlJsonDecoder(Decoder):
         before, after = images["before"], images["data"]
         hints = dict(hints)
 
-        meta: dict[str, Any] = {"TIMESTAMP": payload.get("TIMESTAMP")}
-        meta.update({k: payload[k] for k in _META_MEMBERS if payload.get(k) is not None})
-        if properties:
-            meta["transaction"] = properties
-        if unique is not None:
-            meta["unique"] = unique
-        meta["seq_from"] = seq_from
-        extra = {k: v for k, v in payload.items() if k not in _KNOWN_MEMBERS}
-        if extra:
-            meta["extra"] = extra
-        if hints:
-            meta["column_types"] = hints
+        meta = message_meta(payload, properties, unique, seq_from, hints)
 
         if op == "INSERT" and after is None:
             raise RecordError("INSERT message has no data (after image)")
@@ -223,6 +218,39 @@ class CdlJsonDecoder(Decoder):
 
 
 # --- envelope members ---------------------------------------------------------------------------
+
+
+def position(payload: dict[str, Any]) -> tuple[dt.datetime, dict[str, Any], str, str, str | None]:
+    """(event_ts, transaction properties, seq, seq_from, tx_id) of a payload (RecordError: unreadable)."""
+    event_ts = _timestamp(payload)
+    properties = _transaction(payload.get("transaction"))
+    lsn = _lsn(properties)
+    if lsn is not None:
+        seq, seq_from = str(lsn).zfill(SEQ_WIDTH), "lsn"
+    else:
+        millis = (event_ts - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)) // dt.timedelta(milliseconds=1)
+        seq, seq_from = str(millis).zfill(SEQ_WIDTH), "TIMESTAMP"
+    tx = _property(properties, "txid")
+    return event_ts, properties, seq, seq_from, None if tx is None else str(tx)
+
+
+def message_meta(
+    payload: dict[str, Any], properties: dict[str, Any], unique: Any, seq_from: str, hints: dict[str, str]
+) -> dict[str, Any]:
+    """An event's ``meta``, its members in this order (their JSON text's)."""
+    meta: dict[str, Any] = {"TIMESTAMP": payload.get("TIMESTAMP")}
+    meta.update({k: payload[k] for k in _META_MEMBERS if payload.get(k) is not None})
+    if properties:
+        meta["transaction"] = properties
+    if unique is not None:
+        meta["unique"] = unique
+    meta["seq_from"] = seq_from
+    extra = {k: v for k, v in payload.items() if k not in _KNOWN_MEMBERS}
+    if extra:
+        meta["extra"] = extra
+    if hints:
+        meta["column_types"] = hints
+    return meta
 
 
 def _timestamp(payload: dict[str, Any]) -> dt.datetime:

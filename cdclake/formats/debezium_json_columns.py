@@ -31,21 +31,26 @@ What makes it exact (the same record batch as the reference and the builder, hel
 
 from __future__ import annotations
 
-import json
-from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-import msgspec
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
-from msgspec import UNSET, Raw, UnsetType
+from msgspec import UNSET, Raw
 
 from cdclake.event_arrow import DECODED_FILE_SCHEMA, DecodedBuilder
 from cdclake.events import ChangeEvent, Source, meta_text, value_text
 from cdclake.formats import _kafka_connect as kc
-from cdclake.formats._json import _unique_object
-from cdclake.formats._json_columns import raw_texts, record_starts, respelt
+from cdclake.formats._json_columns import (
+    CONVERT,
+    DROPPED,
+    EPOCH_KINDS,
+    REFUSED,
+    SCHEMA_READER,
+    VALUE_READER,
+    EnvelopeReader,
+    image_array,
+    kind_of_kept,
+)
 from cdclake.formats.debezium_json import (
     OPS,
     _event_ts,
@@ -55,7 +60,7 @@ from cdclake.formats.debezium_json import (
     event_meta,
     transaction_ids,
 )
-from cdclake.limits import MAX_JSON_DEPTH, MAX_RAW_BYTES
+from cdclake.limits import MAX_RAW_BYTES
 
 if TYPE_CHECKING:
     from cdclake.formats.debezium_json import DebeziumJsonDecoder
@@ -71,43 +76,9 @@ _PAYLOAD: dict[str, object] = {
     "ts_us": Any,
     "ts_ns": Any,
 }
-_ENVELOPE = msgspec.json.Decoder(dict[str, Raw])
-_READERS: dict[tuple[str, ...], msgspec.json.Decoder] = {}
-#: Numbers as the reference's reader reads them (``Decimal``); written back as numbers for the byte check.
-_WRITE = msgspec.json.Encoder(decimal_format="number")
-#: The reference scanner's reading of a schema block: exact numbers, a repeated member name refused.
-_SCHEMA_READER = json.JSONDecoder(parse_float=Decimal, parse_constant=Decimal, object_pairs_hook=_unique_object)
-_VALUE_READER = json.JSONDecoder(parse_float=Decimal, parse_constant=Decimal)
 #: Schema plans kept per decoder (distinct schema blocks of a batch: a few per table).
 _PLANS = 256
-
-# how a column's values are judged (see the module docstring)
-_UNNAMED, _INT, _FLOAT, _BOOL, _STR, _CONVERT = range(6)
-_KIND_OF_KEPT = {(int,): _INT, (int, Decimal): _FLOAT, (bool,): _BOOL, (str,): _STR}
-_INTEGER = r"^-?(?:0|[1-9][0-9]*)$"
-
-
-def _reader(names: tuple[str, ...]) -> msgspec.json.Decoder | None:
-    """A reader of envelopes whose payload has these members in this order, every other member of
-    :data:`_PAYLOAD` placed where Debezium writes it; None: a member this path does not read."""
-    reader = _READERS.get(names)
-    if reader is None:
-        if not set(names) <= _PAYLOAD.keys() or len(_READERS) >= 64:
-            return None
-        order = list(names)
-        canonical = list(_PAYLOAD)
-        for index, name in enumerate(canonical):
-            if name not in order:
-                later = [order.index(n) for n in canonical[index + 1 :] if n in order]
-                order.insert(min(later) if later else len(order), name)
-        payload = msgspec.defstruct(
-            "DebeziumPayload", [(n, _PAYLOAD[n] | UnsetType, UNSET) for n in order], forbid_unknown_fields=True
-        )
-        envelope = msgspec.defstruct(
-            "DebeziumEnvelope", [("schema", Raw), ("payload", payload)], forbid_unknown_fields=True
-        )
-        reader = _READERS[names] = msgspec.json.Decoder(envelope, float_hook=Decimal)
-    return reader
+_READER = EnvelopeReader("Debezium", _PAYLOAD)
 
 
 class _Plan:
@@ -142,9 +113,16 @@ class _Plan:
 
 
 def _kinds(struct: Any) -> dict[str, int]:
-    """Per field of an image struct, how its values are judged (a column it does not name: ``_UNNAMED``)."""
+    """Per field of an image struct, how its values are judged (a column it does not name: ``UNNAMED``)."""
     fields = kc.struct_fields(struct) or {}
-    return {name: _KIND_OF_KEPT.get(kc._kept_types(spec), _CONVERT) for name, spec in fields.items()}
+    return {name: _kind(spec) for name, spec in fields.items()}
+
+
+def _kind(spec: dict[str, Any]) -> int:
+    """A field's kind: an integer date or timestamp (the happy path's, ``_kafka_connect._happy_path``), else by
+    the types the reference keeps."""
+    logical = kc._INTEGER_LOGICAL.get(spec.get("name")) if spec.get("type") in kc._INT_TYPES else None  # type: ignore[arg-type]
+    return EPOCH_KINDS.get(logical, CONVERT) if logical else kind_of_kept(kc._kept_types(spec))
 
 
 def _plan(decoder: DebeziumJsonDecoder, raw: bytes) -> _Plan | None:
@@ -153,7 +131,7 @@ def _plan(decoder: DebeziumJsonDecoder, raw: bytes) -> _Plan | None:
     plan = plans.get(raw)
     if plan is None:
         try:
-            schema = _SCHEMA_READER.decode(raw.decode("utf-8"))
+            schema = SCHEMA_READER.decode(raw.decode("utf-8"))
         except (ValueError, RecursionError):
             return None
         if not isinstance(schema, dict) or not schema:
@@ -168,33 +146,10 @@ def decode_span(decoder: DebeziumJsonDecoder, span: bytes, file: str, offset: in
     """The events of ``span`` as one record batch of ``DECODED_FILE_SCHEMA`` (``offset``: the span's first
     byte's), exactly as the reference decoder and the builder give them; None when a record is outside
     the shape this path reads (see the module docstring)."""
-    if not span or span.startswith(b"\xef\xbb\xbf"):
+    read = _READER.span(span)
+    if read is None:
         return None
-    text = span if span.endswith(b"\n") else span + b"\n"
-    try:
-        envelope = _ENVELOPE.decode(text[: text.index(b"\n")])
-        if tuple(envelope) != ("schema", "payload"):
-            return None
-        reader = _reader(tuple(_ENVELOPE.decode(envelope["payload"])))
-        if reader is None:
-            return None
-        records = reader.decode_lines(text)
-        if not records or _WRITE.encode_lines(records) != text:
-            return None
-    except (msgspec.DecodeError, msgspec.ValidationError, msgspec.EncodeError, UnicodeEncodeError):
-        return None
-    starts = record_starts(text, len(records))
-    if starts is None:
-        return None
-    count = text.count  # a record's brackets bound its depth (one C search each)
-    if (
-        max(
-            count(b"{", a, b) + count(b"[", a, b)
-            for a, b in zip(starts.tolist(), [*starts[1:].tolist(), len(text)], strict=True)
-        )
-        > MAX_JSON_DEPTH
-    ):
-        return None  # it may nest deeper than the reference reads: the reference says
+    records, starts = read
     return _batch(decoder, records, starts + offset, file)
 
 
@@ -238,7 +193,14 @@ def _batch(decoder: DebeziumJsonDecoder, records: list, starts: np.ndarray, file
     try:
         arrays = {}
         for name, images in (("before", befores), ("after", afters)):
-            image = _image_array(decoder, name, images, plans, unavailable, DECODED_FILE_SCHEMA.field(name).type)
+            image = image_array(
+                images,
+                [plan.kinds[name] for plan in plans],
+                _converter(decoder, name, plans),
+                decoder._placeholder_probes,
+                unavailable,
+                DECODED_FILE_SCHEMA.field(name).type,
+            )
             if image is None:
                 return None
             arrays[name], kept[name] = image
@@ -310,99 +272,19 @@ def _announced(
     return both.take(pa.array(order)).to_batches()[0]
 
 
-def _image_array(
-    decoder: DebeziumJsonDecoder,
-    image: str,
-    images: list[dict[str, Raw] | None],
-    plans: list[_Plan],
-    unavailable: list[list[str]],
-    type_: pa.DataType,
-) -> tuple[pa.MapArray, list] | None:
-    """One ``map<string,string>`` column of the records' images, and each image's column names as kept
-    (the placeholder's columns dropped); None: a value the reference refuses or text that is not valid Unicode."""
-    names: list[str] = []
-    raws: list[Raw] = []
-    kinds: list[int] = []
-    for record, plan in zip(images, plans, strict=True):
-        if record:
-            names.extend(record)
-            raws.extend(record.values())
-            get = plan.kinds[image].get
-            kinds.extend([get(name, _UNNAMED) for name in record])
-    sizes = np.fromiter((0 if r is None else len(r) for r in images), np.int64, len(images))
-    owners = np.repeat(np.arange(len(images)), sizes)
-    texts = raw_texts(raws)
-    if texts is None:
-        return None
-    slow, probed = _judged_slow(decoder, texts, np.array(kinds, np.int8))
-    dropped = np.zeros(len(raws), bool)
-    if slow.any():
-        fixed = texts.to_pylist()
-        probed_at = probed.tolist()
-        for index in np.flatnonzero(slow).tolist():
-            owner, name, text = int(owners[index]), names[index], fixed[index]
-            happy = None if probed_at[index] else plans[owner].happy[image].get(name)
-            if happy is not None:
-                value = _happy_text(happy, text)
-                if value is not None:
-                    fixed[index] = value
-                    continue
-            value = _converted(decoder, plans[owner].structs[image], name, text)
-            if value is _DROPPED:
-                dropped[index] = True
-                unavailable[owner].append(name)
-            elif value is _REFUSED:
-                return None
-            else:
-                fixed[index] = value
-        values = pa.array(fixed, pa.string())
-    else:
-        values = texts.cast(pa.string())
-    kept = [None if r is None else list(r) for r in images]
-    if dropped.any():
-        for index in np.flatnonzero(dropped).tolist():
-            kept[int(owners[index])].remove(names[index])  # type: ignore[union-attr]
-        keep = ~dropped
-        values = values.filter(pa.array(keep))
-        names = [name for name, k in zip(names, keep.tolist(), strict=True) if k]
-        sizes = np.bincount(owners[keep], minlength=len(images))
-    offsets = np.zeros(len(images) + 1, np.int32)
-    np.cumsum(sizes, out=offsets[1:])
-    array = pa.MapArray.from_arrays(
-        pa.array(offsets),
-        pa.array(names, pa.string()),
-        values,
-        type=type_,
-        mask=pa.array([r is None for r in images], pa.bool_()),
-    )
-    return array, kept
+def _converter(decoder: DebeziumJsonDecoder, image: str, plans: list[_Plan]):
+    """The reference's conversion of one value of ``image`` (``image_array``'s ``convert``)."""
 
+    def convert(owner: int, column: str, text: str, probed: bool) -> Any:
+        plan = plans[owner]
+        happy = None if probed else plan.happy[image].get(column)
+        if happy is not None:
+            value = _happy_text(happy, text)
+            if value is not None:
+                return value
+        return _converted(decoder, plan.structs[image], column, text)
 
-_DROPPED, _REFUSED = object(), object()
-
-
-def _judged_slow(decoder: DebeziumJsonDecoder, texts: pa.Array, kinds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Which values the reference must read and convert (see the module docstring), and which of them may
-    be the unavailable-value placeholder (they hold it, its base64, or an escape that may spell it)."""
-
-    def flags(array: pa.Array) -> np.ndarray:
-        return np.asarray(pc.fill_null(array, False).to_numpy(zero_copy_only=False), bool)
-
-    null = flags(pc.equal(texts, "null"))
-    spelt = flags(respelt(texts))  # escapes, nested values, numbers written another way
-    string = flags(pc.starts_with(texts, '"'))
-    boolean = flags(pc.is_in(texts, pa.array(["true", "false"])))
-    number = ~string & ~boolean & ~null & ~spelt
-    fast = null.copy()
-    fast |= (kinds == _UNNAMED) & ~spelt
-    fast |= (kinds == _INT) & flags(pc.match_substring_regex(texts, _INTEGER)) & ~spelt
-    fast |= (kinds == _FLOAT) & number
-    fast |= (kinds == _BOOL) & boolean
-    fast |= (kinds == _STR) & string & ~spelt
-    probed = np.zeros(len(kinds), bool)
-    for probe in decoder._placeholder_probes or ():
-        probed |= flags(pc.match_substring(texts, probe.decode()))
-    return ~fast | probed, probed
+    return convert
 
 
 def _happy_text(happy: Any, text: str) -> str | None:
@@ -419,28 +301,28 @@ def _happy_text(happy: Any, text: str) -> str | None:
 
 
 def _converted(decoder: DebeziumJsonDecoder, struct: Any, column: str, text: str) -> Any:
-    """One value as the reference gives it: :data:`_DROPPED` (the unavailable-value placeholder),
-    :data:`_REFUSED` (its field refuses it: the reference words it), else its JSON text."""
+    """One value as the reference gives it: :data:`DROPPED` (the unavailable-value placeholder),
+    :data:`REFUSED` (its field refuses it: the reference words it), else its JSON text."""
     try:
-        value = _VALUE_READER.decode(text)
+        value = VALUE_READER.decode(text)
     except (ValueError, RecursionError):
-        return _REFUSED
+        return REFUSED
     placeholder = decoder.placeholder
     if placeholder is not None:
         if value == placeholder or value == [placeholder]:
-            return _DROPPED
+            return DROPPED
         if (
             value == decoder._placeholder_b64
             and ((kc.struct_fields(struct) or {}).get(column) or {}).get("type") == "bytes"
         ):
-            return _DROPPED
+            return DROPPED
     try:
         converted = kc.convert_row({column: value}, struct)[column]
     except kc.ConnectValueError:
-        return _REFUSED
+        return REFUSED
     if type(converted) is str and not converted.isascii():
         try:
             converted.encode("utf-8")
         except UnicodeEncodeError:  # a lone surrogate: the builder's escape rule applies
-            return _REFUSED
+            return REFUSED
     return value_text(converted)

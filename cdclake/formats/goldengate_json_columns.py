@@ -27,8 +27,6 @@ What makes it exact (the same record batch as the reference and the builder, hel
 
 from __future__ import annotations
 
-import json
-from decimal import Decimal
 from itertools import chain
 from typing import TYPE_CHECKING, Any
 
@@ -41,7 +39,7 @@ from msgspec import UNSET, Raw, UnsetType
 from cdclake.event_arrow import DECODED_FILE_SCHEMA
 from cdclake.events import meta_text, value_text
 from cdclake.formats._gg_common import _OP_TS, SEQ_WIDTH, parse_ts, pos_to_seq
-from cdclake.formats._json_columns import raw_texts, record_starts, respelt
+from cdclake.formats._json_columns import VALUE_READER, raw_texts, record_starts, respelt
 
 if TYPE_CHECKING:
     from cdclake.formats.goldengate_json import GoldenGateJsonDecoder
@@ -97,7 +95,6 @@ _SCHEMA_EVENT_META = '{"column_source":"record"}'
 #: ``op_ts`` as GoldenGate writes it by default, read by one Arrow cast (``_event_times``).
 _PLAIN_TS = r"^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}$"
 _TS_TYPE = pa.timestamp("us", tz="UTC")
-_VALUE_READER = json.JSONDecoder(parse_float=Decimal, parse_constant=Decimal)
 
 
 def decode_span(decoder: GoldenGateJsonDecoder, span: bytes, file: str, offset: int) -> pa.RecordBatch | None:
@@ -308,7 +305,7 @@ def _value_texts(raws: list[Raw]) -> pa.StringArray | None:
         if text[:1] in ("{", "["):
             return None
         try:
-            value = _VALUE_READER.decode(text)
+            value = VALUE_READER.decode(text)
         except ValueError:
             return None
         if type(value) is str and not value.isascii():

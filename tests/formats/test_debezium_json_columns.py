@@ -46,6 +46,7 @@ _FIELDS = {
     "micros": {"type": "int64", "name": "io.debezium.time.MicroTimestamp", "version": 1},
     "date": {"type": "int32", "name": "io.debezium.time.Date", "version": 1},
     "millis": {"type": "int64", "name": "org.apache.kafka.connect.data.Timestamp", "version": 1},
+    "nanos": {"type": "int64", "name": "io.debezium.time.NanoTimestamp", "version": 1},
 }
 
 
@@ -139,6 +140,22 @@ def _b64(unscaled: int, size: int = 4) -> str:
         ("date", "19000"),
         ("date", "-719162"),
         ("millis", "1717200010001"),
+        ("millis", "-1"),
+        ("millis", "253402300799999"),  # the last millisecond of 9999
+        ("millis", "253402300800000"),  # year 10000: refused
+        ("millis", "9999999999999999"),  # would overflow as microseconds
+        ("micros", "-30610224000000000"),  # 1000-01-01, the first of the years converted at once
+        ("micros", "-30610224000000001"),  # 0999-12-31: one at a time
+        ("micros", "-62135596800000001"),  # before year 1: refused
+        ("nanos", "-1"),  # floor: 1969-12-31T23:59:59.999999
+        ("nanos", "1711728455400000999"),
+        ("date", "-354285"),  # 1000-01-01
+        ("date", "-354286"),
+        ("date", "2932896"),  # 9999-12-31
+        ("date", "2932897"),
+        ("date", "4000001"),
+        ("date", "213503983"),  # its microseconds wrap around 64 bits to a 1970 instant
+        ("date", "1e3"),
         ("string", json.dumps(PLACEHOLDER)),
         ("string", json.dumps([PLACEHOLDER])),
         ("bytes", json.dumps(base64.b64encode(PLACEHOLDER.encode()).decode())),
@@ -158,8 +175,8 @@ def test_each_value_is_written_as_the_reference_and_the_builder_write_it(kind: s
 
 
 def test_typed_values_are_read_as_columns():
-    columns = {"A": "decimal", "B": "micros", "C": "date", "D": "double", "E": "boolean", "F": "int64"}
-    after = f'{{"ID":1,"A":{_b64(199)},"B":1711728455400000,"C":19000,"D":30.25,"E":false,"F":-3}}'
+    columns = {"A": "decimal", "B": "micros", "C": "date", "D": "double", "E": "boolean", "F": "int64", "G": "nanos"}
+    after = f'{{"ID":1,"A":{_b64(199)},"B":1711728455400000,"C":19000,"D":30.25,"E":false,"F":-3,"G":-1}}'
     data = (
         _record(1, after=after, columns=columns)
         + "\n"

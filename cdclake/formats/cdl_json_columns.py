@@ -1,0 +1,212 @@
+"""Huawei CDL JSON read a span of records at a time into Arrow columns: the decode task's fast path.
+
+The same design as Debezium JSON's (:mod:`.debezium_json_columns`, docs/decisions.md "Debezium JSON read
+as columns"), for CDL's Kafka Connect envelope: one compact ``{"schema", "payload"}`` record per line,
+UTF-8, the payload members CDL writes in the order it writes them. msgspec reads a span in one C call,
+each schema block is worked out once per distinct text (the reference's ``_schema_plan``), each image
+value is kept as its JSON text where the reference keeps the parsed value (``cdl_json._kept_types``),
+else converted by the reference's ``_value``; the scalars and ``meta`` come from the reference's own
+``position`` and ``message_meta``.
+
+Left to the reference (from the first span holding one): anything it rejects, heartbeats (``OPERATION``
+``HEARTBEAT`` or the heartbeat table), a delete without a before image or with a data image, a bare
+payload, a member CDL does not write, blanks, a record whose brackets could nest deeper than the limit.
+Held to the reference by ``tests/formats/test_cdl_json_columns.py``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+from msgspec import UNSET, Raw
+
+from cdclake.event_arrow import DECODED_FILE_SCHEMA
+from cdclake.events import meta_text, value_text
+from cdclake.formats import _kafka_connect as kc
+from cdclake.formats._datahub import RecordError
+from cdclake.formats._json_columns import (
+    DATE_DAYS,
+    REFUSED,
+    SCHEMA_READER,
+    TEXT_DECIMAL,
+    TS_MILLIS,
+    VALUE_READER,
+    EnvelopeReader,
+    image_array,
+    kind_of_kept,
+)
+from cdclake.formats.cdl_json import _CONNECT, _OPS, _kept_types, _schema_plan, _value, message_meta, position
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from cdclake.formats.cdl_json import CdlJsonDecoder
+
+#: The payload members this path reads, in the order CDL writes them (any other: the reference reads).
+_PAYLOAD: dict[str, object] = {
+    "DATA_STORE": Any,
+    "SEG_OWNER": Any,
+    "TABLE_NAME": Any,
+    "TIMESTAMP": Any,
+    "OPERATION": Any,
+    "LOB_COLUMNS": Any,
+    "transaction": Any,
+    "unique": Any,
+    "data": dict[str, Raw] | None,
+    "before": dict[str, Raw] | None,
+    "message_version": Any,
+    "message_type": Any,
+    "HEARTBEAT_IDENTIFIER": Any,
+}
+_IMAGES = ("before", "data")
+_PLANS = 256
+_READER = EnvelopeReader("Cdl", _PAYLOAD)
+
+
+class _Plan:
+    """The reference's ``_schema_plan`` of one schema block, and how each image column's values are judged."""
+
+    __slots__ = ("fields", "hints", "kinds")
+
+    def __init__(self, schema: Any) -> None:
+        self.fields, _, hints = kc.memoized("cdl-plan", _schema_plan, schema)
+        self.hints = dict(hints)
+        self.kinds = {
+            image: {col: _kind(spec) for col, spec in self.fields.get(image, {}).items()} for image in _IMAGES
+        }
+
+
+#: ``_value``'s integer dates and timestamps (``millis_text``; ``from_epoch`` in days): the kinds converted at once.
+_EPOCH_NAMES = {_CONNECT + "Timestamp": TS_MILLIS, _CONNECT + "Date": DATE_DAYS}
+
+
+def _kind(spec: dict[str, Any]) -> int:
+    """A field's kind: an integer date or timestamp, the vendor's text decimal (``_decimal`` of any JSON type),
+    else by the types the reference keeps (``_kept_types``)."""
+    name = spec.get("name")
+    if isinstance(name, str) and name.endswith(".cdc.data.Decimal") and name not in _EPOCH_NAMES:
+        return TEXT_DECIMAL
+    return _EPOCH_NAMES.get(name, kind_of_kept(_kept_types(spec)))  # type: ignore[arg-type]
+
+
+def _plan(decoder: CdlJsonDecoder, raw: bytes) -> _Plan | None:
+    """The plan of a schema block's text (None: one the reference refuses or reads otherwise)."""
+    plans = decoder._column_plans
+    plan = plans.get(raw)
+    if plan is None:
+        try:
+            plan = _Plan(SCHEMA_READER.decode(raw.decode("utf-8")))
+        except (ValueError, RecursionError, RecordError):
+            return None
+        if len(plans) >= _PLANS:
+            plans.clear()
+        plans[raw] = plan
+    return plan
+
+
+def decode_span(decoder: CdlJsonDecoder, span: bytes, file: str, offset: int) -> pa.RecordBatch | None:
+    """The events of ``span`` as one record batch of ``DECODED_FILE_SCHEMA`` (``offset``: the span's first
+    byte's), exactly as the reference decoder and the builder give them; None when a record is outside
+    the shape this path reads (see the module docstring)."""
+    read = _READER.span(span)
+    if read is None:
+        return None
+    records, starts = read
+    return _batch(decoder, records, starts + offset, file)
+
+
+def _batch(decoder: CdlJsonDecoder, records: list, starts: np.ndarray, file: str) -> pa.RecordBatch | None:
+    """The span's rows: scalars record by record (``CdlJsonDecoder._message``'s rules), image values a
+    column at a time (None: outside the shape)."""
+    n = len(records)
+    plans, tables, ops, seqs, stamps, tx_ids, keys, metas = [], [], [], [], [], [], [], []
+    befores: list[dict[str, Raw] | None] = []
+    afters: list[dict[str, Raw] | None] = []
+    for record in records:
+        plan = _plan(decoder, bytes(record.schema))
+        p = record.payload
+        # the payload's members as the reference's dict holds them (every member the reader has, in order)
+        payload = {f: v for f in p.__struct_fields__ if (v := getattr(p, f)) is not UNSET}
+        version = payload.get("message_version")
+        op_text = payload.get("OPERATION")
+        op = _OPS.get(op_text) if type(op_text) is str else None
+        if plan is None or (version is not None and str(version) != "1.0") or op is None or op == "HEARTBEAT":
+            return None
+        owner, name = payload.get("SEG_OWNER"), payload.get("TABLE_NAME")
+        if any(v is not None and type(v) is not str for v in (owner, name)):
+            return None
+        source_table = f"{owner}.{name}" if owner and name else name or None
+        table = decoder.table_override or source_table
+        if not table or (decoder.heartbeat_table and source_table and source_table.lower() == decoder.heartbeat_table):
+            return None
+        try:
+            event_ts, properties, seq, seq_from, tx_id = position(payload)
+        except RecordError:
+            return None
+        unique = payload.get("unique")
+        before, after = payload.get("before"), payload.get("data")
+        if (unique is not None and type(unique) is not dict) or (after is None if op != "DELETE" else before is None):
+            return None
+        if op == "DELETE" and after is not None:
+            return None  # the reference converts, then drops, the data image of a delete
+        plans.append(plan)
+        tables.append(table)
+        ops.append(op)
+        seqs.append(seq)
+        stamps.append(event_ts)
+        tx_ids.append(tx_id)
+        keys.append(decoder.keys or (list(unique) if unique else None))
+        metas.append(message_meta(payload, properties, unique, seq_from, plan.hints))
+        befores.append(before)
+        afters.append(after)
+    try:
+        arrays = {}
+        for name, images in (("before", befores), ("data", afters)):
+            column = "after" if name == "data" else name
+            built = image_array(
+                images,
+                [plan.kinds[name] for plan in plans],
+                _converter(name, plans),
+                None,
+                None,
+                DECODED_FILE_SCHEMA.field(column).type,
+            )
+            if built is None:
+                return None
+            arrays[column] = built[0]
+        arrays.update(
+            table=pa.array(tables, pa.string()),
+            op=pa.array(ops, pa.string()),
+            seq=pa.array(seqs, pa.string()),
+            event_ts=pa.array(stamps, DECODED_FILE_SCHEMA.field("event_ts").type),
+            tx_id=pa.array(tx_ids, pa.string()),
+            keys=pa.array(keys, DECODED_FILE_SCHEMA.field("keys").type),
+            meta=pa.array([meta_text(m) for m in metas], pa.string()),
+            source_file=pa.array([file] * n, pa.string()),
+            source_offset=pa.array(starts, pa.int64()),
+        )
+    except (pa.ArrowException, UnicodeEncodeError):  # text that is not valid Unicode
+        return None
+    nulls = pa.nulls(n)
+    columns = [arrays[f.name] if f.name in arrays else nulls.cast(f.type) for f in DECODED_FILE_SCHEMA]
+    return pa.RecordBatch.from_arrays(columns, schema=DECODED_FILE_SCHEMA)
+
+
+def _converter(image: str, plans: list[_Plan]):
+    """The reference's conversion of one value of ``image`` (``image_array``'s ``convert``): its ``_value``
+    by the column's field schema, as JSON text; ``REFUSED`` where it raises (the reference words it)."""
+
+    def convert(owner: int, column: str, text: str, _probed: bool) -> Any:
+        try:
+            value = _value(column, image, plans[owner].fields.get(image, {}).get(column), VALUE_READER.decode(text))
+        except (RecordError, ValueError, RecursionError):
+            return REFUSED
+        if type(value) is str and not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:  # a lone surrogate: the builder's escape rule applies
+                return REFUSED
+        return value_text(value)
+
+    return convert
