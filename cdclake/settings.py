@@ -162,8 +162,9 @@ class Settings:
     #: Arrow and numpy in the driver, ``compaction/arrow_fold.py``): the bulk path, no Spark job per step.
     driver_bulk_rows: int = 150_000
     #: ... and at most this many uncompressed bytes of its events (their Parquet footers say), so wide rows
-    #: do not slip under the count; each of ``compact_threads`` tables may hold its share at once.
-    driver_bulk_bytes: int = 144 * 2**20
+    #: do not slip under the count; each of ``compact_threads`` tables may hold its share at once. 192 MiB:
+    #: 128k Kafka Connect events of about 1.5 KB (docs/decisions.md, "A share's bytes fit Kafka Connect events").
+    driver_bulk_bytes: int = 192 * 2**20
     #: A batch whose staged files add up to at most this many bytes is decoded in the driver, by the same
     #: task function the Spark job runs, with no job and no Python worker to start (0: always a Spark job).
     driver_decode_bytes: int = 4 * 2**20
@@ -228,7 +229,7 @@ class Settings:
             compact_threads=max(1, int(env.get("CDCLAKE_COMPACT_THREADS", "4"))),
             driver_fold_rows=max(0, int(env.get("CDCLAKE_DRIVER_FOLD_ROWS", "5000"))),
             driver_bulk_rows=max(0, int(env.get("CDCLAKE_DRIVER_BULK_ROWS", "150000"))),
-            driver_bulk_bytes=max(0, int(env.get("CDCLAKE_DRIVER_BULK_BYTES", str(144 * 2**20)))),
+            driver_bulk_bytes=max(0, int(env.get("CDCLAKE_DRIVER_BULK_BYTES", str(192 * 2**20)))),
             driver_decode_bytes=max(0, int(env.get("CDCLAKE_DRIVER_DECODE_BYTES", str(4 * 2**20)))),
             local_decode=env.get("CDCLAKE_LOCAL_DECODE", "1").strip().lower() not in ("0", "false", "no", "off"),
             driver_normalize_rows=max(0, int(env.get("CDCLAKE_DRIVER_NORMALIZE_ROWS", "150000"))),
