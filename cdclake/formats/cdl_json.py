@@ -113,7 +113,7 @@ class CdlJsonDecoder(Decoder):
         """Messages in CDL's shape (one compact ``{"schema", "payload"}`` record per line, UTF-8), a span at
         a time as Arrow columns (:mod:`.cdl_json_columns`); from the first span outside it, the reference
         (``_json_columns.read_spans``)."""
-        from cdclake.formats._json_columns import read_spans  # pyarrow: only in a decode task
+        from cdclake.formats._json_columns import read_spans  # here: the columnar module imports this one
         from cdclake.formats.cdl_json_columns import decode_span
 
         yield from read_spans(self.decode, functools.partial(decode_span, self), data, file)

@@ -125,7 +125,7 @@ class DebeziumJsonDecoder(Decoder):
         if self.hbase == "true":
             yield from self.decode(data, file)
             return
-        from cdclake.formats._json_columns import read_spans  # pyarrow: only in a decode task
+        from cdclake.formats._json_columns import read_spans  # here: the columnar module imports this one
         from cdclake.formats.debezium_json_columns import decode_span
 
         self._pending_keys = None

@@ -121,7 +121,7 @@ class GoldenGateJsonDecoder(Decoder):
         if self.delimiter or self.codec != "utf-8" or self.schema_path is not None:
             yield from self.decode(data, file)
             return
-        from cdclake.formats._json_columns import read_spans  # pyarrow: only in a decode task
+        from cdclake.formats._json_columns import read_spans  # here: the columnar module imports this one
         from cdclake.formats.goldengate_json_columns import decode_span
 
         yield from read_spans(self.decode, functools.partial(decode_span, self), data, file)
