@@ -174,6 +174,25 @@ def epoch_millis(value: Any, name: str) -> dt.datetime | None:
 # --- update halves -------------------------------------------------------------------------
 
 
+def pair_meta(before: tuple[str, int, dict[str, Any]], after: tuple[str, int, dict[str, Any]]) -> dict[str, Any]:
+    """``meta`` of the update joined from two halves, each ``(vendor op, offset, meta)``: what both halves say
+    once, the column types of both, and what differs (op, offsets, the rest) per half under ``pair``."""
+    b_meta, a_meta = before[2], after[2]
+    meta = {k: v for k, v in a_meta.items() if k in b_meta and b_meta[k] == v and k != "column_types"}
+    types = {**b_meta.get("column_types", {}), **a_meta.get("column_types", {})}
+    if types:
+        meta["column_types"] = types
+    meta["pair"] = {
+        name: {
+            "op": op,
+            "offset": offset,
+            **{k: v for k, v in half_meta.items() if k not in meta and k not in ("column_types", "op")},
+        }
+        for name, (op, offset, half_meta) in (("before", before), ("after", after))
+    }
+    return meta
+
+
 @dataclass(slots=True)
 class Half:
     """One half of a split update: ``event`` holds only its own image (``side``)."""
@@ -209,20 +228,10 @@ class UpdatePairs:
         del self._pending[half.pair_key]
         before, after = (other, half) if other.side == "before" else (half, other)
         first = min(before.event.source.offset, after.event.source.offset)
-        # what both halves say once; what differs (op, image flags, offsets) per half
-        b_meta, a_meta = before.event.meta, after.event.meta
-        meta = {k: v for k, v in a_meta.items() if k in b_meta and b_meta[k] == v and k != "column_types"}
-        types = {**b_meta.get("column_types", {}), **a_meta.get("column_types", {})}
-        if types:
-            meta["column_types"] = types
-        meta["pair"] = {
-            name: {
-                "op": h.vendor_op,
-                "offset": h.event.source.offset,
-                **{k: v for k, v in h.event.meta.items() if k not in meta and k not in ("column_types", "op")},
-            }
-            for name, h in (("before", before), ("after", after))
-        }
+        meta = pair_meta(
+            (before.vendor_op, before.event.source.offset, before.event.meta),
+            (after.vendor_op, after.event.source.offset, after.event.meta),
+        )
         a = after.event
         return ChangeEvent(
             table=a.table,

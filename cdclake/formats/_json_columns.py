@@ -15,6 +15,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from msgspec import UNSET, Raw, UnsetType
 
+from cdclake.event_arrow import DECODED_FILE_SCHEMA
+from cdclake.events import value_text
 from cdclake.formats._json import _unique_object
 from cdclake.limits import MAX_JSON_DEPTH, MAX_RECORD_BYTES
 
@@ -25,24 +27,28 @@ _LITERALS = pa.array(["true", "false", "null"])
 
 
 def spans(data: bytes) -> Iterator[tuple[int, int]]:
-    """``data`` in spans of about :data:`SPAN_BYTES`, each cut before a line starting with ``{`` after a
-    line ending with ``}`` (the decode task's rule for pieces: a record is never cut)."""
+    """``data`` in spans of about :data:`SPAN_BYTES` (:func:`span_end`)."""
     start, size = 0, len(data)
     while start < size:
-        cut = start + SPAN_BYTES
-        while cut < size:
-            cut = data.find(b"\n{", cut)
-            if cut < 0:
-                cut = size
-                break
-            line_start = data.rfind(b"\n", 0, cut) + 1
-            if data[line_start:cut].rstrip().endswith(b"}"):
-                cut += 1
-                break
-            cut += 1
-        end = min(cut, size)
+        end = span_end(data, start)
         yield start, end
         start = end
+
+
+def span_end(data: bytes, start: int) -> int:
+    """The end of the span from ``start``: about :data:`SPAN_BYTES` on, cut before a line starting with ``{``
+    after a line ending with ``}`` (the decode task's rule for pieces: a record is never cut)."""
+    size = len(data)
+    cut = start + SPAN_BYTES
+    while cut < size:
+        cut = data.find(b"\n{", cut)
+        if cut < 0:
+            return size
+        line_start = data.rfind(b"\n", 0, cut) + 1
+        if data[line_start:cut].rstrip().endswith(b"}"):
+            return min(cut + 1, size)
+        cut += 1
+    return min(cut, size)
 
 
 def respelt(texts: pa.Array) -> pa.BooleanArray:
@@ -86,14 +92,18 @@ def record_starts(text: bytes, records: int) -> np.ndarray | None:
 
 
 def shallow(text: bytes, starts: np.ndarray, heads: list) -> bool:
-    """Whether no record (a line from each of ``starts``, ``{"schema":<head>,"payload":...}``) holds more
+    """Whether no record (a line from each of ``starts``, a JSON object holding its schema block) holds more
     brackets than the depth limit, so none can nest deeper than the reference reads. ``heads``: each record's
-    schema block (``Raw``), whose brackets are counted once per run of equal blocks, the rest of each line
-    by one C count."""
+    schema block (``Raw``). Where a line starts with its block (``{"schema":<head>,...``), the block's brackets
+    are counted once per run of equal blocks and the rest of the line by one C count; other lines are
+    counted whole."""
     count = text.count
     ends = [*starts[1:].tolist(), len(text)]
     previous, in_head, most = None, 0, 0
     for start, end, head in zip(starts.tolist(), ends, heads, strict=True):
+        if not text.startswith(b'{"schema":', start):
+            most = max(most, count(b"{", start, end) + count(b"[", start, end))
+            continue
         if head != previous:
             previous, block = head, bytes(head)
             in_head = block.count(b"{") + block.count(b"[")
@@ -104,20 +114,25 @@ def shallow(text: bytes, starts: np.ndarray, heads: list) -> bool:
 
 def read_spans(
     decode: Callable[[bytes, str], Iterator[Any]],
-    decode_span: Callable[[bytes, str, int], pa.RecordBatch | None],
+    decode_span: Callable[[bytes, str, int], pa.RecordBatch | tuple[pa.RecordBatch, int] | None],
     data: bytes,
     file: str,
 ) -> Iterator[Any]:
     """A format's ``decode_columns``: each span of ``data`` as the columnar path reads it, until a span it
     does not (``decode_span`` gives None); from there, what the reference ``decode`` finds reading the
     whole ``data`` again, as without the columnar path (its reasons count lines from the first byte of
-    ``data``; the spans before held only records that leave the decoder's state as either path does)."""
-    for start, end in spans(data):
-        batch = decode_span(data[start:end], file, start)
-        if batch is None:
+    ``data``; the spans before held only records that leave the decoder's state as either path does).
+    ``decode_span`` may read less than its span (``(batch, bytes read)``): the next span starts there."""
+    start, size = 0, len(data)
+    while start < size:
+        end = span_end(data, start)
+        read = decode_span(data[start:end], file, start)
+        if read is None:
             yield from (item for item in decode(data, file) if item.source.offset >= start)
             return
+        batch, used = read if isinstance(read, tuple) else (read, end - start)
         yield batch
+        start += used
 
 
 # How a column's values are judged by :func:`image_array`: kept as their JSON text when the reference keeps the
@@ -245,6 +260,46 @@ def image_array(
     return array, kept
 
 
+def decoded_batch(rows: int, columns: dict[str, Any]) -> pa.RecordBatch:
+    """A record batch of the decode task's file schema from ``columns`` by name (arrays, or lists typed by the
+    schema's fields), the columns not given null."""
+    nulls = pa.nulls(rows)
+    arrays = []
+    for field in DECODED_FILE_SCHEMA:
+        given = columns.get(field.name)
+        if given is None:
+            arrays.append(nulls.cast(field.type))
+        else:
+            arrays.append(given if isinstance(given, pa.Array) else pa.array(given, field.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=DECODED_FILE_SCHEMA)
+
+
+def builder_text(value: Any) -> Any:
+    """``value`` as the builder writes it (``value_text``); :data:`REFUSED` for a string holding a lone surrogate
+    (the builder's escape rule applies: the reference writes it)."""
+    if type(value) is str and not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return REFUSED
+    return value_text(value)
+
+
+def reference_converter(value_of: Callable[[int, str, Any], Any]) -> Callable[[int, str, str, bool], Any]:
+    """:func:`image_array`'s ``convert`` from the reference's conversion of one parsed value,
+    ``value_of(record, column, value)``: its JSON text, or :data:`REFUSED` where the reference raises
+    (it words why)."""
+
+    def convert(owner: int, column: str, text: str, _probed: bool) -> Any:
+        try:
+            value = value_of(owner, column, VALUE_READER.decode(text))
+        except (ValueError, RecursionError):
+            return REFUSED
+        return builder_text(value)
+
+    return convert
+
+
 def _with_epoch_texts(texts: pa.Array, kinds: np.ndarray, slow: np.ndarray, probed: np.ndarray) -> pa.Array:
     """``texts`` with each integer date or timestamp (``DATE_DAYS``, ``TS_*``: a JSON integer of the years
     1000-9999, not probed) replaced by its converted JSON text, as the reference's ``date_from_days`` /
@@ -315,18 +370,19 @@ _WRITE = msgspec.json.Encoder(decimal_format="number")
 
 
 class EnvelopeReader:
-    """Reads a span of Kafka Connect ``{"schema", "payload"}`` records, one compact record per line, the
-    schema block kept as ``Raw`` and the payload as a struct of ``members`` (name -> type, in the order the
-    writer writes them; a payload with another member is not read).
+    """Reads a span of Kafka Connect ``{"schema", "payload"}`` records (either member first: DataHub's writer
+    sorts them), one compact record per line, the schema block kept as ``Raw`` and the payload as a struct of
+    ``members`` (name -> type, in the order the writer writes them; a payload with another member is not read).
 
     msgspec must write the records back to the span's exact bytes: so no blanks, no member twice (a
     repeated member would be dropped by the read and missing from the write), the writer's member order
     (the span's first record's; members it lacks placed where the writer writes them), and numbers spelt
-    as the reference's reader reads them (``Decimal``)."""
+    as the reference's reader reads them (``Decimal``). ``tail``: other members the envelope may hold
+    (name -> type, in the order the writer writes them)."""
 
-    def __init__(self, name: str, members: dict[str, object]) -> None:
-        self.name, self.members = name, members
-        self._readers: dict[tuple[str, ...], msgspec.json.Decoder] = {}
+    def __init__(self, name: str, members: dict[str, object], tail: dict[str, object] | None = None) -> None:
+        self.name, self.members, self.tail = name, members, tail or {}
+        self._readers: dict[tuple[tuple[str, ...], tuple[str, ...]], msgspec.json.Decoder] = {}
 
     def span(self, span: bytes) -> tuple[list, np.ndarray] | None:
         """The records of a span and the offset of each in it; None when one is not in this shape, is at the
@@ -346,33 +402,43 @@ class EnvelopeReader:
         """The records of ``text`` (whole lines), or None when it is not in this shape."""
         try:
             envelope = _ENVELOPE.decode(text[: text.index(b"\n")])
-            if tuple(envelope) != ("schema", "payload"):
-                return None
-            reader = self._reader(tuple(_ENVELOPE.decode(envelope["payload"])))
+            reader = self._reader(tuple(envelope), tuple(_ENVELOPE.decode(envelope["payload"])))
             if reader is None:
                 return None
             records = reader.decode_lines(text)
             if not records or _WRITE.encode_lines(records) != text:
                 return None
-        except (msgspec.DecodeError, msgspec.ValidationError, msgspec.EncodeError, UnicodeEncodeError):
+        except (msgspec.DecodeError, msgspec.ValidationError, msgspec.EncodeError, UnicodeEncodeError, KeyError):
             return None
         return records
 
-    def _reader(self, names: tuple[str, ...]) -> msgspec.json.Decoder | None:
-        reader = self._readers.get(names)
+    def _reader(self, outer: tuple[str, ...], names: tuple[str, ...]) -> msgspec.json.Decoder | None:
+        """A reader of records whose envelope members are in the order ``outer`` and payload members in the order
+        ``names`` (the span's first record's; members it lacks placed where the writer writes them)."""
+        reader = self._readers.get((outer, names))
         if reader is None:
-            if not set(names) <= self.members.keys() or len(self._readers) >= 64:
+            if (
+                not {"schema", "payload"} <= set(outer) <= {"schema", "payload", *self.tail}
+                or not set(names) <= self.members.keys()
+                or len(self._readers) >= 64
+            ):
                 return None
-            order = list(names)
-            canonical = list(self.members)
-            for index, name in enumerate(canonical):
-                if name not in order:
-                    later = [order.index(n) for n in canonical[index + 1 :] if n in order]
-                    order.insert(min(later) if later else len(order), name)
-            fields = [(n, self.members[n] | UnsetType, UNSET) for n in order]
+            fields = [(n, self.members[n] | UnsetType, UNSET) for n in writer_order(names, list(self.members))]
             payload = msgspec.defstruct(f"{self.name}Payload", fields, forbid_unknown_fields=True)
-            envelope = msgspec.defstruct(
-                f"{self.name}Envelope", [("schema", Raw), ("payload", payload)], forbid_unknown_fields=True
-            )
-            reader = self._readers[names] = msgspec.json.Decoder(envelope, float_hook=Decimal)
+            types: dict[str, Any] = {"schema": Raw, "payload": payload}
+            members = [(n, types[n]) if n in types else (n, self.tail[n] | UnsetType, UNSET) for n in outer]
+            members += [(n, t | UnsetType, UNSET) for n, t in self.tail.items() if n not in outer]
+            envelope = msgspec.defstruct(f"{self.name}Envelope", members, forbid_unknown_fields=True)
+            reader = self._readers[(outer, names)] = msgspec.json.Decoder(envelope, float_hook=Decimal)
         return reader
+
+
+def writer_order(names: tuple[str, ...], canonical: list[str]) -> list[str]:
+    """Every member of ``canonical``, in the order of ``names``, the others placed where the writer writes them:
+    just before the first of ``names`` that follows them in ``canonical``."""
+    order = list(names)
+    for index, name in enumerate(canonical):
+        if name not in order:
+            later = [order.index(n) for n in canonical[index + 1 :] if n in order]
+            order.insert(min(later) if later else len(order), name)
+    return order

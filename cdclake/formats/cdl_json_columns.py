@@ -16,25 +16,26 @@ Held to the reference by ``tests/formats/test_cdl_json_columns.py``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from msgspec import UNSET, Raw
 
 from cdclake.event_arrow import DECODED_FILE_SCHEMA
-from cdclake.events import meta_text, value_text
+from cdclake.events import meta_text
 from cdclake.formats import _kafka_connect as kc
 from cdclake.formats._datahub import RecordError
 from cdclake.formats._json_columns import (
     DATE_DAYS,
-    REFUSED,
     SCHEMA_READER,
     TEXT_DECIMAL,
     TS_MILLIS,
-    VALUE_READER,
     EnvelopeReader,
+    decoded_batch,
     image_array,
     kind_of_kept,
+    reference_converter,
 )
 from cdclake.formats.cdl_json import _CONNECT, _OPS, _kept_types, _schema_plan, _value, message_meta, position
 
@@ -175,38 +176,27 @@ def _batch(decoder: CdlJsonDecoder, records: list, starts: np.ndarray, file: str
             if built is None:
                 return None
             arrays[column] = built[0]
-        arrays.update(
-            table=pa.array(tables, pa.string()),
-            op=pa.array(ops, pa.string()),
-            seq=pa.array(seqs, pa.string()),
-            event_ts=pa.array(stamps, DECODED_FILE_SCHEMA.field("event_ts").type),
-            tx_id=pa.array(tx_ids, pa.string()),
-            keys=pa.array(keys, DECODED_FILE_SCHEMA.field("keys").type),
-            meta=pa.array([meta_text(m) for m in metas], pa.string()),
-            source_file=pa.array([file] * n, pa.string()),
-            source_offset=pa.array(starts, pa.int64()),
+        return decoded_batch(
+            n,
+            {
+                **arrays,
+                "table": tables,
+                "op": ops,
+                "seq": seqs,
+                "event_ts": stamps,
+                "tx_id": tx_ids,
+                "keys": keys,
+                "meta": [meta_text(m) for m in metas],
+                "source_file": [file] * n,
+                "source_offset": pa.array(starts, pa.int64()),
+            },
         )
     except (pa.ArrowException, UnicodeEncodeError):  # text that is not valid Unicode
         return None
-    nulls = pa.nulls(n)
-    columns = [arrays[f.name] if f.name in arrays else nulls.cast(f.type) for f in DECODED_FILE_SCHEMA]
-    return pa.RecordBatch.from_arrays(columns, schema=DECODED_FILE_SCHEMA)
 
 
-def _converter(image: str, plans: list[_Plan]):
-    """The reference's conversion of one value of ``image`` (``image_array``'s ``convert``): its ``_value``
-    by the column's field schema, as JSON text; ``REFUSED`` where it raises (the reference words it)."""
-
-    def convert(owner: int, column: str, text: str, _probed: bool) -> Any:
-        try:
-            value = _value(column, image, plans[owner].fields.get(image, {}).get(column), VALUE_READER.decode(text))
-        except (RecordError, ValueError, RecursionError):
-            return REFUSED
-        if type(value) is str and not value.isascii():
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError:  # a lone surrogate: the builder's escape rule applies
-                return REFUSED
-        return value_text(value)
-
-    return convert
+def _converter(image: str, plans: list[_Plan]) -> Callable[[int, str, str, bool], Any]:
+    """The reference's conversion of one value of ``image``: its ``_value`` by the column's field schema."""
+    return reference_converter(
+        lambda owner, column, value: _value(column, image, plans[owner].fields.get(image, {}).get(column), value)
+    )

@@ -29,10 +29,11 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import re
 from collections.abc import Iterator
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cdclake.events import ChangeEvent, Rejected
 from cdclake.formats import _kafka_connect as kc
@@ -50,6 +51,11 @@ from cdclake.formats._datahub import (
     short,
 )
 from cdclake.registry import Decoder, register
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from cdclake.options import Options
 
 #: ``table`` of messages that name no table (heartbeats, transaction markers, database DDL).
 NO_TABLE = "_datahub"
@@ -85,6 +91,20 @@ class DataHubBlobDecoder(Decoder):
     """Decoder of DataHub BLOB JSON messages (see the module docstring). Options: ``keys``, ``table``."""
 
     option_names = frozenset()
+
+    def __init__(self, options: Options) -> None:
+        super().__init__(options)
+        #: The columnar path's reading of each schema block's text (:mod:`.datahub_blob_columns`).
+        self._column_plans: dict[bytes, Any] = {}
+
+    def decode_columns(self, data: bytes, file: str) -> Iterator[ChangeEvent | Rejected | pa.RecordBatch]:
+        """Messages in DataHub's shape (one compact ``{"schema", "payload", "version"}`` message per line, UTF-8),
+        a span at a time as Arrow columns (:mod:`.datahub_blob_columns`); from the first span outside it, the
+        reference (``_json_columns.read_spans``)."""
+        from cdclake.formats._json_columns import read_spans  # here: the columnar module imports this one
+        from cdclake.formats.datahub_blob_columns import decode_span
+
+        yield from read_spans(self.decode, functools.partial(decode_span, self), data, file)
 
     def decode(self, data: bytes, file: str) -> Iterator[ChangeEvent | Rejected]:
         """Events and rejected records of one landing file, in file order (a paired update when it completes)."""

@@ -48,6 +48,8 @@ from cdclake.formats._json_columns import (
     SCHEMA_READER,
     VALUE_READER,
     EnvelopeReader,
+    builder_text,
+    decoded_batch,
     image_array,
     kind_of_kept,
 )
@@ -211,23 +213,24 @@ def _batch(decoder: DebeziumJsonDecoder, records: list, starts: np.ndarray, file
             meta = event_meta({"op": op_code}, src, seqs[i][1], present, plan.schema_name, unavailable[i], column_types)
             metas.append(meta_text(meta))
         keys = decoder.keys
-        arrays.update(
-            table=pa.array(tables, pa.string()),
-            op=pa.array(ops, pa.string()),
-            seq=pa.array([s for s, _ in seqs], pa.string()),
-            event_ts=pa.array(stamps, DECODED_FILE_SCHEMA.field("event_ts").type),
-            tx_id=pa.array([t for t, _ in tx_ids], pa.string()),
-            tx_pos=pa.array([p for _, p in tx_ids], DECODED_FILE_SCHEMA.field("tx_pos").type),
-            keys=pa.array([keys] * n, DECODED_FILE_SCHEMA.field("keys").type),
-            meta=pa.array(metas, pa.string()),
-            source_file=pa.array([file] * n, pa.string()),
-            source_offset=pa.array(starts, pa.int64()),
+        batch = decoded_batch(
+            n,
+            {
+                **arrays,
+                "table": tables,
+                "op": ops,
+                "seq": [s for s, _ in seqs],
+                "event_ts": stamps,
+                "tx_id": [t for t, _ in tx_ids],
+                "tx_pos": [p for _, p in tx_ids],
+                "keys": [keys] * n,
+                "meta": metas,
+                "source_file": [file] * n,
+                "source_offset": pa.array(starts, pa.int64()),
+            },
         )
     except (pa.ArrowException, UnicodeEncodeError, OverflowError):  # text that is not valid Unicode, ...
         return None
-    nulls = pa.nulls(n)
-    columns = [arrays[f.name] if f.name in arrays else nulls.cast(f.type) for f in DECODED_FILE_SCHEMA]
-    batch = pa.RecordBatch.from_arrays(columns, schema=DECODED_FILE_SCHEMA)
     return _announced(decoder, batch, plans, kept, file)
 
 
@@ -320,9 +323,4 @@ def _converted(decoder: DebeziumJsonDecoder, struct: Any, column: str, text: str
         converted = kc.convert_row({column: value}, struct)[column]
     except kc.ConnectValueError:
         return REFUSED
-    if type(converted) is str and not converted.isascii():
-        try:
-            converted.encode("utf-8")
-        except UnicodeEncodeError:  # a lone surrogate: the builder's escape rule applies
-            return REFUSED
-    return value_text(converted)
+    return builder_text(converted)

@@ -39,7 +39,7 @@ from msgspec import UNSET, Raw, UnsetType
 from cdclake.event_arrow import DECODED_FILE_SCHEMA
 from cdclake.events import meta_text, value_text
 from cdclake.formats._gg_common import _OP_TS, SEQ_WIDTH, parse_ts, pos_to_seq
-from cdclake.formats._json_columns import VALUE_READER, raw_texts, record_starts, respelt
+from cdclake.formats._json_columns import VALUE_READER, raw_texts, record_starts, respelt, writer_order
 
 if TYPE_CHECKING:
     from cdclake.formats.goldengate_json import GoldenGateJsonDecoder
@@ -69,24 +69,10 @@ def _reader(names: tuple[str, ...]) -> msgspec.json.Decoder | None:
     if reader is None:
         if not set(names) <= _MEMBERS.keys() or len(_READERS) >= 64:
             return None
-        fields = [(name, _MEMBERS[name] | UnsetType, UNSET) for name in _field_order(names)]
+        fields = [(name, _MEMBERS[name] | UnsetType, UNSET) for name in writer_order(names, list(_MEMBERS))]
         record = msgspec.defstruct("GoldenGateRecord", fields, forbid_unknown_fields=True)
         reader = _READERS[names] = msgspec.json.Decoder(record)
     return reader
-
-
-def _field_order(names: tuple[str, ...]) -> list[str]:
-    """Every member, in the order of ``names`` (the span's first record), the others placed where the
-    formatter writes them: just before the first of ``names`` that follows them in :data:`_MEMBERS`
-    (an insert's record has no ``before``; an update's has it, before ``after``)."""
-    order = list(names)
-    canonical = list(_MEMBERS)
-    for index, name in enumerate(canonical):
-        if name in order:
-            continue
-        later = [order.index(n) for n in canonical[index + 1 :] if n in order]
-        order.insert(min(later) if later else len(order), name)
-    return order
 
 
 _WRITE = msgspec.json.Encoder()

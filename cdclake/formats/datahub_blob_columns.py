@@ -1,0 +1,292 @@
+"""Alibaba DataHub BLOB JSON read a span of records at a time into Arrow columns: the decode task's fast path.
+
+The same design as CDL JSON's (:mod:`.cdl_json_columns`, docs/decisions.md "Debezium JSON read as columns")
+for DataHub's envelope: one compact ``{"schema", "payload", "version"}`` message per line, UTF-8, the members
+in the order the vendor's document writes them or sorted by name (real messages, Apache Paimon's samples:
+``{"payload":{"after":...,"before":null,"ddl":null,"op":...},"schema":...}``). msgspec reads a span in one
+C call; each schema block is worked out once per distinct text (the reference's table name, keys and
+``_schema_plan``); each image value is kept as its JSON text where the reference keeps the parsed value, text
+decimals (``DOUBLE``) lose their quotes and epoch milliseconds (``DATE``) become timestamps a column at a
+time, anything else goes through the reference's ``_value``.
+
+Update halves: ``UPDATE_BEFOR`` + ``UPDATE_AFTER`` sharing a sequence id become one ``UPDATE`` where the second
+one is read, with the reference's joined ``meta`` (``_datahub.pair_meta``). A span is read up to the first
+record a pair would cut (a half whose partner is not in the span, or any record between it and its partner's
+reach): the next span starts there, so no pair is split between spans (``read_spans``).
+
+Left to the reference (from the first span holding one): anything it rejects, markers, DDL and truncates, an
+insert with a before image or a delete with an after image (the reference converts, then drops, them), two
+halves of one side, a half whose partner is not in the span's reach, a bare payload, a member DataHub does not
+write, blanks, a record whose brackets could nest deeper than the limit. Held to the reference by
+``tests/formats/test_datahub_blob_columns.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+from msgspec import UNSET, Raw
+
+from cdclake.event_arrow import DECODED_FILE_SCHEMA
+from cdclake.events import meta_text
+from cdclake.formats import _kafka_connect as kc
+from cdclake.formats._datahub import RecordError, datahub_seq, epoch_millis, pair_meta
+from cdclake.formats._json_columns import (
+    BOOL,
+    CONVERT,
+    INT,
+    SCHEMA_READER,
+    STR,
+    TEXT_DECIMAL,
+    TS_MILLIS,
+    UNNAMED,
+    EnvelopeReader,
+    decoded_batch,
+    image_array,
+    reference_converter,
+)
+from cdclake.formats.datahub_blob import _BEFORE_HALVES, _object, _primary_key, _schema_plan, _table_name, _value
+
+if TYPE_CHECKING:
+    from cdclake.formats.datahub_blob import DataHubBlobDecoder
+
+_IMAGE = dict[str, dict[str, Raw] | None] | None
+#: The payload members this path reads, in the order DataHub writes them (any other: the reference reads).
+_PAYLOAD: dict[str, object] = {
+    "op": Any,
+    "before": _IMAGE,
+    "after": _IMAGE,
+    "sequenceId": Any,
+    "timestamp": Any,
+    "ddl": Any,  # a row's: not read (its own op is read by the reference)
+}
+_READER = EnvelopeReader("Blob", _PAYLOAD, {"version": Any})
+_PLANS = 256
+#: How each StreamX type's values are judged (``_value``: kept, converted at once, or one at a time).
+_KINDS = {"STRING": STR, "LONG": INT, "BOOLEAN": BOOL, "DOUBLE": TEXT_DECIMAL, "DATE": TS_MILLIS, "BYTES": CONVERT}
+_ROW_OPS = frozenset({"INSERT", "UPDATE", "DELETE", "UPDATE_AFTER"}) | _BEFORE_HALVES
+
+
+class _Plan:
+    """What the reference works out of one schema block for every message that repeats it."""
+
+    __slots__ = ("hints", "keys", "kinds", "source", "table", "types")
+
+    def __init__(self, decoder: DataHubBlobDecoder, schema: Any) -> None:
+        schema = _object(schema, "schema") or {}
+        self.source = _object(schema.get("source"), "schema.source")
+        self.table = decoder.table_override or _table_name(self.source)
+        self.keys = decoder.keys or _primary_key(schema.get("primaryKey"))
+        self.types, _, hints = kc.memoized("blob-plan", _schema_plan, schema)
+        self.hints = dict(hints) if hints else None
+        self.kinds = {column: _KINDS.get(kind, UNNAMED) for column, kind in self.types.items()}
+
+
+def _plan(decoder: DataHubBlobDecoder, raw: bytes) -> _Plan | None:
+    """The plan of a schema block's text (None: one the reference refuses)."""
+    plans = decoder._column_plans
+    plan = plans.get(raw)
+    if plan is None:
+        try:
+            plan = _Plan(decoder, SCHEMA_READER.decode(raw.decode("utf-8")))
+        except (ValueError, RecursionError, RecordError):
+            return None
+        if len(plans) >= _PLANS:
+            plans.clear()
+        plans[raw] = plan
+    return plan
+
+
+def decode_span(decoder: DataHubBlobDecoder, span: bytes, file: str, offset: int) -> tuple[pa.RecordBatch, int] | None:
+    """The events of ``span`` as one record batch of ``DECODED_FILE_SCHEMA`` (``offset``: the span's first
+    byte's) and how many of its bytes they came from, exactly as the reference decoder and the builder give
+    them; None when a record is outside the shape this path reads (see the module docstring)."""
+    read = _READER.span(span)
+    if read is None:
+        return None
+    records, starts = read
+    rows = _rows(decoder, records, (starts + offset).tolist())
+    if rows is None:
+        return None
+    read_to, kept = rows
+    batch = _batch(kept, file)
+    if batch is None:
+        return None
+    return batch, len(span) if read_to == len(records) else int(starts[read_to])
+
+
+class _Row:
+    """One event of the span: what the reference's ``ChangeEvent`` holds, images as ``Raw`` texts (``side``: the
+    half of an update it is, else None)."""
+
+    __slots__ = ("after", "after_plan", "before", "before_plan", "event_ts", "keys", "meta", "offset", "op")
+    __slots__ += ("seq", "side", "table", "vendor_op")  # type: ignore[assignment]
+
+    def __init__(self, op: str, before: Any, after: Any, plans: tuple[_Plan, _Plan], *scalars: Any) -> None:
+        self.op, self.before, self.after = op, before, after
+        self.before_plan, self.after_plan = plans
+        self.table, self.seq, self.event_ts, self.keys, self.meta, self.offset, self.side, self.vendor_op = scalars
+
+
+def _rows(decoder: DataHubBlobDecoder, records: list, offsets: list[int]) -> tuple[int, list[_Row]] | None:
+    """(how many records were read, their events in the reference's order): each message by
+    ``DataHubBlobDecoder._message``'s rules, each update's halves joined where the second is read
+    (``UpdatePairs.add``). None: a record outside the shape."""
+    rows: list[_Row | None] = []
+    pending: dict[tuple[str, str], int] = {}
+    pairs: list[tuple[int, int]] = []
+    for index, record in enumerate(records):
+        row = _row(decoder, record, offsets[index])
+        if row is None:
+            return None
+        rows.append(row)
+        if row.side is None:
+            continue
+        key = (row.table, row.seq)
+        other = pending.pop(key, None)
+        if other is None:
+            pending[key] = index
+            continue
+        first = rows[other]
+        assert first is not None
+        if first.side == row.side:
+            return None  # the reference rejects the second one
+        rows[index] = _joined(first, row)
+        rows[other] = None
+        pairs.append((other, index))
+    read_to = _cut(len(records), pending.values(), pairs)
+    if read_to == 0:
+        return None
+    return read_to, [row for row in rows[:read_to] if row is not None]
+
+
+def _cut(records: int, unpaired: Any, pairs: list[tuple[int, int]]) -> int:
+    """The most records a span can give (from its first) with no update split: none past a half whose partner
+    is not in the span, none that splits a pair."""
+    cut = min(unpaired, default=records)
+    if cut == records or not pairs:
+        return cut
+    firsts, seconds = np.array(pairs).T
+    while True:
+        split = (firsts < cut) & (seconds >= cut)
+        if not split.any():
+            return cut
+        cut = int(firsts[split].min())
+
+
+def _row(decoder: DataHubBlobDecoder, record: Any, offset: int) -> _Row | None:
+    """One message's event (or half), as the reference's ``_message`` makes it; None: one it rejects or that
+    this path leaves to it."""
+    plan = _plan(decoder, bytes(record.schema))
+    p = record.payload
+    op = p.op
+    if plan is None or type(op) is not str or op not in _ROW_OPS or not plan.table:
+        return None
+    timestamp = None if p.timestamp is UNSET else p.timestamp
+    sequence = None if p.sequenceId is UNSET else p.sequenceId
+    if sequence is None or (timestamp is not None and type(timestamp) is not dict):
+        return None
+    try:
+        event_ts = epoch_millis(timestamp.get("eventTime"), "timestamp.eventTime") if timestamp else None
+        seq, snapshot = datahub_seq(sequence, "sequenceId")
+    except RecordError:
+        return None
+    before, after = _image(p.before), _image(p.after)
+    meta: dict[str, Any] = {"op": op, "sequenceId": sequence}
+    if timestamp is not None:
+        meta["timestamp"] = timestamp
+    if plan.source is not None:
+        meta["source"] = plan.source
+    if record.version is not UNSET and record.version is not None:
+        meta["version"] = record.version
+    if plan.hints:
+        meta["column_types"] = dict(plan.hints)
+    scalars = (plan.table, seq, event_ts, plan.keys, meta, offset)
+    if op == "INSERT":
+        if after is None or before is not None:
+            return None
+        return _Row("UPSERT" if snapshot else "INSERT", None, after, (plan, plan), *scalars, None, op)
+    if op == "DELETE":
+        if before is None or after is not None:
+            return None
+        return _Row("DELETE", before, None, (plan, plan), *scalars, None, op)
+    if op == "UPDATE" or (before is not None and after is not None):
+        if after is None:
+            return None
+        return _Row("UPDATE", before, after, (plan, plan), *scalars, None, op)
+    side = "before" if op in _BEFORE_HALVES else "after"
+    if (before if side == "before" else after) is None or snapshot:
+        return None
+    return _Row("UPDATE", before, after, (plan, plan), *scalars, side, op)
+
+
+def _image(holder: Any) -> dict[str, Raw] | None:
+    """``payload.<image>.dataColumn`` (None: no image), as the reference's ``_image`` finds it."""
+    if holder is UNSET or not holder:
+        return None
+    return holder.get("dataColumn")
+
+
+def _joined(first: _Row, second: _Row) -> _Row:
+    """The reference's ``UPDATE`` of two halves (``UpdatePairs.add``), where the second one is read."""
+    before, after = (first, second) if first.side == "before" else (second, first)
+    meta = pair_meta((before.vendor_op, before.offset, before.meta), (after.vendor_op, after.offset, after.meta))
+    return _Row(
+        "UPDATE",
+        before.before,
+        after.after,
+        (before.before_plan, after.after_plan),
+        after.table,
+        after.seq,
+        after.event_ts or before.event_ts,
+        after.keys or before.keys,
+        meta,
+        min(before.offset, after.offset),
+        None,
+        None,
+    )
+
+
+def _batch(rows: list[_Row], file: str) -> pa.RecordBatch | None:
+    """The rows as columns, image values a column at a time (None: a value the reference refuses)."""
+    try:
+        arrays = {}
+        for name in ("before", "after"):
+            plans = [getattr(row, f"{name}_plan") for row in rows]
+            built = image_array(
+                [getattr(row, name) for row in rows],
+                [plan.kinds for plan in plans],
+                _converter(name, plans),
+                None,
+                None,
+                DECODED_FILE_SCHEMA.field(name).type,
+            )
+            if built is None:
+                return None
+            arrays[name] = built[0]
+        return decoded_batch(
+            len(rows),
+            {
+                **arrays,
+                "table": [row.table for row in rows],
+                "op": [row.op for row in rows],
+                "seq": [row.seq for row in rows],
+                "event_ts": [row.event_ts for row in rows],
+                "keys": [row.keys for row in rows],
+                "meta": [meta_text(row.meta) for row in rows],
+                "source_file": [file] * len(rows),
+                "source_offset": [row.offset for row in rows],
+            },
+        )
+    except (pa.ArrowException, UnicodeEncodeError):  # text that is not valid Unicode
+        return None
+
+
+def _converter(image: str, plans: list[_Plan]) -> Callable[[int, str, str, bool], Any]:
+    """The reference's conversion of one value of ``image``: its ``_value`` by the column's StreamX type."""
+    return reference_converter(
+        lambda owner, column, value: _value(column, plans[owner].types.get(column), value, image)
+    )
