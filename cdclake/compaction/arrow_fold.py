@@ -5,12 +5,14 @@ the batches the driver holds (``CDCLAKE_DRIVER_BULK_ROWS``). One stable sort by 
 every rule is a vector operation over the sorted events, and each key's answer is the last (or
 first) flagged event of its run. Spark computes the same with a shuffle, a window and a Python
 pass per table, seconds of job latency for a 30k-event table; here it takes milliseconds plus the
-cast of the chosen values. Key-change components still go through ``fold_part`` (the reference
-model), as on the workers. ``tests/compaction/test_arrow_fold.py`` holds both to ``fold_part``.
+cast of the chosen values. A key-change component that is one chain of this batch's events folds as
+one key under its last key (:func:`chain_keys`); other components still go through ``fold_part`` (the
+reference model), as on the workers. ``tests/compaction/test_arrow_fold.py`` holds both to ``fold_part``.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import numpy as np
@@ -181,6 +183,101 @@ def fold_arrow(events: pa.Table, columns: list[tuple[str, str]], batch_id: str, 
     return pa.concat_tables([rows, stats])
 
 
+def chain_keys(events: pa.Table, pairs: list[tuple[str, str]], batch_id: str) -> tuple[dict[str, str], list[str]]:
+    """The key-change components of ``events`` (change-log rows of linked keys; ``pairs``: (new key, old key))
+    that fold as ONE key: each key -> the component's last key, and the keys left without a row.
+
+    A component qualifies when its key changes form one chain A -> B -> ... -> Z, every one of its events is of
+    this batch (the reference counts an event stale against other batches' events of its own keys, not of the
+    chain's), each key change is one event, and a key has no event after it moved away nor before it was
+    moved to (before the change that named it). Then the reference (``merge._apply_one``) moves each key's row
+    on to the next key at its change (or starts from the change's before image where there is no row, as any
+    update without a row does) and never finds a row at the new key: folding every event of the chain, in
+    order, under Z is the same fold, and A ... Y end without rows. Every other component goes to the reference.
+    """
+    succ: dict[str, str] = {}
+    pred: dict[str, str] = {}
+    broken: set[str] = set()
+    for new, old in pairs:
+        if old in succ or new in pred:
+            broken |= {old, new}
+        succ.setdefault(old, new)
+        pred.setdefault(new, old)
+    if not events.num_rows:
+        return {}, []
+    this_batch = pc.fill_null(pc.equal(events["_cdc_batch"], batch_id), False)
+    foreign = set(events.filter(pc.invert(this_batch))["_key"].to_pylist())  # keys with another batch's event
+    seq = pc.fill_null(events["seq"], "")
+    by_order = pa.table({"s": seq, "f": events["source_file"], "o": events["source_offset"]})
+    order = pc.sort_indices(by_order, sort_keys=[("s", "ascending"), ("f", "ascending"), ("o", "ascending")])
+    ordered = by_order.take(order)
+    step = _differs(ordered["s"].combine_chunks()) | _differs(ordered["f"].combine_chunks())
+    step |= _differs(ordered["o"].combine_chunks())
+    rank = np.empty(events.num_rows, np.int64)  # the reference's order as a dense rank: ties are equal
+    rank[_np(order).astype(np.int64)] = np.cumsum(step)
+    is_link = _flag(pc.equal(events["_role"], "link")) if "_role" in events.column_names else None
+    keys = events["_key"].to_pylist()
+    old_keys = events["_old_key"].to_pylist()
+    first: dict[str, int] = {}  # a key's earliest event other than the change that named it
+    last: dict[str, int] = {}  # a key's latest event
+    change: dict[str, list[int]] = {}  # the ranks of the change naming a key (main rows)
+    for i, (key, old_key) in enumerate(zip(keys, old_keys, strict=True)):
+        r = int(rank[i])
+        if r > last.get(key, -1):
+            last[key] = r
+        if old_key is None:
+            if r < first.get(key, 1 << 62):
+                first[key] = r
+        elif is_link is None or not is_link[i]:
+            change.setdefault(key, []).append(r)
+    chained: dict[str, str] = {}
+    gone: list[str] = []
+    for head in [k for k in succ if k not in pred]:
+        chain = [head]
+        while chain[-1] in succ and len(chain) <= len(succ):
+            chain.append(succ[chain[-1]])
+        ok = len(set(chain)) == len(chain) and not (broken | foreign) & set(chain)
+        for old, new in itertools.pairwise(chain):
+            at = change.get(new, [])
+            ok = ok and len(at) == 1 and last.get(old, -1) < at[0] < first.get(new, 1 << 62)
+            if not ok:
+                break
+        if ok:
+            chained.update(dict.fromkeys(chain, chain[-1]))
+            gone.extend(chain[:-1])
+    return chained, gone
+
+
+def _relabeled(events: pa.Table, chained: dict[str, str], buckets: int) -> tuple[pa.Table, pa.Table]:
+    """(the events of ``chained``'s keys under their chain's last key, its bucket, no old key and no second
+    copy of a key change; the other events)."""
+    from cdclake.merge import bucket_of
+
+    names = list(chained)
+    in_chain = pc.fill_null(pc.is_in(events["_key"], pa.array(names, pa.string())), False)
+    picked = events.filter(in_chain)
+    if "_role" in picked.column_names:
+        picked = picked.filter(pc.invert(pc.fill_null(pc.equal(picked["_role"], "link"), False)))
+    at = pc.index_in(picked["_key"], pa.array(names, pa.string()))
+    last = pa.array([chained[k] for k in names], pa.string()).take(at)
+    bucket = pa.array([bucket_of(chained[k], buckets) for k in names], pa.int32()).take(at)
+    for name, column in (("_key", last), ("_old_key", pa.nulls(len(last), pa.string())), ("_cdc_bucket", bucket)):
+        index = picked.schema.get_field_index(name)
+        picked = picked.set_column(index, picked.schema.field(index), column.cast(picked.schema.field(index).type))
+    return picked, events.filter(pc.invert(in_chain))
+
+
+def _gone_rows(keys: list[str], columns: list[tuple[str, str]], buckets: int) -> pa.Table:
+    """``gone`` rows of ``keys`` (a chain's keys left without a row), and their count as deleted keys."""
+    from cdclake.merge import bucket_of
+
+    schema = _out_schema(columns)
+    rows = [{"_cdc_key": k, "_cdc_bucket": bucket_of(k, buckets), "_cdc_kind": "gone"} for k in sorted(keys)]
+    info = {"applied": 0, "stale": 0, "deleted_keys": len(keys)}
+    rows.append({"_cdc_kind": "stats", "_cdc_info": json.dumps(info)})
+    return pa.Table.from_pylist(rows, schema=schema)
+
+
 def can_fold_arrow(rows: pa.Table | None, cmap: ColumnMap | None) -> bool:
     """The driver's native fold covers the layout: no renamed or dropped columns (their events are read
     through the column map, in the reference) and every current row carries its ``_cdc_key``."""
@@ -209,10 +306,19 @@ def fold_driver(
     moved = events.filter(pc.is_valid(events["_old_key"]))
     pairs = sorted(set(zip(moved["_key"].to_pylist(), moved["_old_key"].to_pylist(), strict=True)))
     linked = sorted(_component_homes(pairs, buckets)) if pairs else []
-    in_component = pc.is_in(events["_key"], pa.array(linked, pa.string()))
-    parts = [fold_arrow(events.filter(pc.invert(pc.fill_null(in_component, False))), columns, batch_id, truncate_seq)]
+    in_component = pc.fill_null(pc.is_in(events["_key"], pa.array(linked, pa.string())), False)
+    native = events.filter(pc.invert(in_component))
+    parts = []
     if linked:
-        parts.append(fold_part(events.filter(in_component), None, cmap=cmap, markers=True, **args))
+        component_events = events.filter(in_component)
+        chained, gone_keys = chain_keys(component_events, pairs, batch_id)
+        if chained:
+            relabeled, component_events = _relabeled(component_events, chained, buckets)
+            native = pa.concat_tables([native, relabeled])
+            parts.append(_gone_rows(gone_keys, columns, buckets))
+        if component_events.num_rows:
+            parts.append(fold_part(component_events, None, cmap=cmap, markers=True, **args))
+    parts.append(fold_arrow(native, columns, batch_id, truncate_seq))
     if rows is not None and rows.num_rows:
         affected = pa.concat_arrays([events["_key"].combine_chunks(), moved["_old_key"].combine_chunks()])
         kept = pc.invert(pc.is_in(rows["_cdc_key"], affected))
