@@ -341,6 +341,10 @@ def _schema_plan(schema: Any) -> _Plan:
     return fields, kept, hints
 
 
+#: The field types :func:`_value` checks; it returns a value of any other type (no logical name) unchanged.
+CHECKED_TYPES = _INT_TYPES | {"float32", "float64", "boolean", "string", "bytes"}
+
+
 def _kept_types(spec: dict[str, Any]) -> tuple[type, ...]:
     """Python types (exactly: a ``bool`` is not an ``int``) :func:`_value` returns unchanged for a
     field schema without a logical name; () when every value goes through it."""
