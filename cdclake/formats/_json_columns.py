@@ -17,6 +17,7 @@ from msgspec import UNSET, Raw, UnsetType
 
 from cdclake.event_arrow import DECODED_FILE_SCHEMA
 from cdclake.events import value_text
+from cdclake.formats._connect_decimals import with_connect_decimals
 from cdclake.formats._json import _unique_object
 from cdclake.limits import MAX_JSON_DEPTH, MAX_RECORD_BYTES
 
@@ -91,24 +92,48 @@ def record_starts(text: bytes, records: int) -> np.ndarray | None:
     return None if int((ends - starts).max()) >= MAX_RECORD_BYTES else starts
 
 
-def shallow(text: bytes, starts: np.ndarray, heads: list) -> bool:
+#: Distinct schema blocks of a span looked for by comparison before hashing (a span holds a few).
+_RECENT_BLOCKS = 16
+
+
+def schema_texts(heads: list) -> list[bytes]:
+    """Each record's schema block (``Raw``) as bytes, one object per distinct block of the span, so that the
+    block is copied, hashed (a bytes object keeps its hash) and counted once. Blocks are compared with the
+    span's first distinct ones before any is hashed: a Debezium block is about 4 KB, and copying and hashing it
+    per record cost more than the records' brackets."""
+    texts: list[bytes] = []
+    recent: list[tuple[Any, bytes]] = []
+    by_text: dict[bytes, bytes] = {}
+    for head in heads:
+        text = next((known for raw, known in recent if raw == head), None)
+        if text is None:
+            text = bytes(head)
+            text = by_text.setdefault(text, text)
+            if len(recent) < _RECENT_BLOCKS:
+                recent.append((head, text))
+        texts.append(text)
+    return texts
+
+
+def shallow(text: bytes, starts: np.ndarray, heads: list[bytes]) -> bool:
     """Whether no record (a line from each of ``starts``, a JSON object holding its schema block) holds more
     brackets than the depth limit, so none can nest deeper than the reference reads. ``heads``: each record's
-    schema block (``Raw``). Where a line starts with its block (``{"schema":<head>,...``), the block's brackets
-    are counted once per run of equal blocks and the rest of the line by one C count; other lines are
-    counted whole."""
+    schema block (:func:`schema_texts`: one object per distinct block). Where a line starts with its block
+    (``{"schema":<head>,...``), the block's brackets are counted once per distinct block and the rest of the
+    line by one C count; other lines are counted whole."""
     count = text.count
     ends = [*starts[1:].tolist(), len(text)]
-    previous, in_head, most = None, 0, 0
+    in_heads: dict[int, int] = {}
+    most = 0
     for start, end, head in zip(starts.tolist(), ends, heads, strict=True):
         if not text.startswith(b'{"schema":', start):
             most = max(most, count(b"{", start, end) + count(b"[", start, end))
             continue
-        if head != previous:
-            previous, block = head, bytes(head)
-            in_head = block.count(b"{") + block.count(b"[")
-        rest = start + 10 + len(head)  # past '{"schema":' and the block
-        most = max(most, in_head + count(b"{", rest, end) + count(b"[", rest, end))
+        in_head = in_heads.get(id(head))
+        if in_head is None:
+            in_head = in_heads[id(head)] = head.count(b"{") + head.count(b"[")
+        rest = start + 10 + len(head)  # past '{"schema":' (its brace counted: the 1) and the block
+        most = max(most, 1 + in_head + count(b"{", rest, end) + count(b"[", rest, end))
     return most <= MAX_JSON_DEPTH
 
 
@@ -208,12 +233,19 @@ def image_array(
     names: list[str] = []
     raws: list[Any] = []
     flat_kinds: list[int] = []
+    # per kinds dict, the last record's column names and their kinds: the records of one schema list the same
+    # columns in the same order, so a list comparison stands in for a lookup per value
+    last: dict[int, tuple[list[str], list[int]]] = {}
     for record, kind in zip(images, kinds, strict=True):
         if record:
-            names.extend(record)
+            columns = list(record)
+            names.extend(columns)
             raws.extend(record.values())
-            get = kind.get
-            flat_kinds.extend([get(name, UNNAMED) for name in record])
+            seen = last.get(id(kind))
+            if seen is None or seen[0] != columns:
+                get = kind.get
+                seen = last[id(kind)] = (columns, [get(name, UNNAMED) for name in columns])
+            flat_kinds.extend(seen[1])
     sizes = np.fromiter((0 if r is None else len(r) for r in images), np.int64, len(images))
     owners = np.repeat(np.arange(len(images)), sizes)
     texts = raw_texts(raws)
@@ -221,8 +253,9 @@ def image_array(
         return None
     kinds_of = np.array(flat_kinds, np.int8)
     slow, probed = judged_slow(texts, kinds_of, probes)
-    texts = _with_epoch_texts(texts, kinds_of, slow, probed)  # these two clear ``slow`` where they convert
+    texts = _with_epoch_texts(texts, kinds_of, slow, probed)  # these three clear ``slow`` where they convert
     texts = _with_decimal_texts(texts, kinds_of, slow, probed)
+    texts = with_connect_decimals(texts, kinds_of, slow, probed)
     dropped = np.zeros(len(raws), bool)
     if slow.any():
         fixed = texts.to_pylist()
@@ -384,9 +417,10 @@ class EnvelopeReader:
         self.name, self.members, self.tail = name, members, tail or {}
         self._readers: dict[tuple[tuple[str, ...], tuple[str, ...]], msgspec.json.Decoder] = {}
 
-    def span(self, span: bytes) -> tuple[list, np.ndarray] | None:
-        """The records of a span and the offset of each in it; None when one is not in this shape, is at the
-        record size limit, or may nest deeper than the reference reads (:func:`shallow`)."""
+    def span(self, span: bytes) -> tuple[list, np.ndarray, list[bytes]] | None:
+        """The records of a span, the offset of each in it and its schema block (:func:`schema_texts`); None when
+        one is not in this shape, is at the record size limit, or may nest deeper than the reference reads
+        (:func:`shallow`)."""
         if not span or span.startswith(b"\xef\xbb\xbf"):
             return None
         text = span if span.endswith(b"\n") else span + b"\n"
@@ -394,9 +428,12 @@ class EnvelopeReader:
         if records is None:
             return None
         starts = record_starts(text, len(records))
-        if starts is None or not shallow(text, starts, [r.schema for r in records]):
+        if starts is None:
             return None
-        return records, starts
+        schemas = schema_texts([r.schema for r in records])
+        if not shallow(text, starts, schemas):
+            return None
+        return records, starts, schemas
 
     def records(self, text: bytes) -> list | None:
         """The records of ``text`` (whole lines), or None when it is not in this shape."""

@@ -126,19 +126,22 @@ def decode_span(decoder: CdlJsonDecoder, span: bytes, file: str, offset: int) ->
     read = _READER.span(span)
     if read is None:
         return None
-    records, starts = read
-    return _batch(decoder, records, starts + offset, file)
+    records, starts, schemas = read
+    return _batch(decoder, records, starts + offset, schemas, file)
 
 
-def _batch(decoder: CdlJsonDecoder, records: list, starts: np.ndarray, file: str) -> pa.RecordBatch | None:
+def _batch(
+    decoder: CdlJsonDecoder, records: list, starts: np.ndarray, schemas: list[bytes], file: str
+) -> pa.RecordBatch | None:
     """The span's rows: scalars record by record (``CdlJsonDecoder._message``'s rules), image values a
-    column at a time (None: outside the shape)."""
+    column at a time (None: outside the shape). ``schemas``: each record's schema block
+    (``_json_columns.schema_texts``)."""
     n = len(records)
     plans, tables, ops, seqs, stamps, tx_ids, keys, metas = [], [], [], [], [], [], [], []
     befores: list[dict[str, Raw] | None] = []
     afters: list[dict[str, Raw] | None] = []
-    for record in records:
-        plan = _plan(decoder, bytes(record.schema))
+    for record, schema in zip(records, schemas, strict=True):
+        plan = _plan(decoder, schema)
         p = record.payload
         # the payload's members as the reference's dict holds them (every member the reader has, in order)
         payload = {f: v for f in p.__struct_fields__ if (v := getattr(p, f)) is not UNSET}

@@ -107,8 +107,8 @@ def decode_span(decoder: DataHubBlobDecoder, span: bytes, file: str, offset: int
     read = _READER.span(span)
     if read is None:
         return None
-    records, starts = read
-    rows = _rows(decoder, records, (starts + offset).tolist())
+    records, starts, schemas = read
+    rows = _rows(decoder, records, (starts + offset).tolist(), schemas)
     if rows is None:
         return None
     read_to, kept = rows
@@ -131,15 +131,18 @@ class _Row:
         self.table, self.seq, self.event_ts, self.keys, self.meta, self.offset, self.side, self.vendor_op = scalars
 
 
-def _rows(decoder: DataHubBlobDecoder, records: list, offsets: list[int]) -> tuple[int, list[_Row]] | None:
+def _rows(
+    decoder: DataHubBlobDecoder, records: list, offsets: list[int], schemas: list[bytes]
+) -> tuple[int, list[_Row]] | None:
     """(how many records were read, their events in the reference's order): each message by
     ``DataHubBlobDecoder._message``'s rules, each update's halves joined where the second is read
-    (``UpdatePairs.add``). None: a record outside the shape."""
+    (``UpdatePairs.add``). None: a record outside the shape. ``schemas``: each record's schema block
+    (``_json_columns.schema_texts``)."""
     rows: list[_Row | None] = []
     pending: dict[tuple[str, str], int] = {}
     pairs: list[tuple[int, int]] = []
     for index, record in enumerate(records):
-        row = _row(decoder, record, offsets[index])
+        row = _row(decoder, record, offsets[index], schemas[index])
         if row is None:
             return None
         rows.append(row)
@@ -177,10 +180,10 @@ def _cut(records: int, unpaired: Any, pairs: list[tuple[int, int]]) -> int:
         cut = int(firsts[split].min())
 
 
-def _row(decoder: DataHubBlobDecoder, record: Any, offset: int) -> _Row | None:
+def _row(decoder: DataHubBlobDecoder, record: Any, offset: int, schema: bytes) -> _Row | None:
     """One message's event (or half), as the reference's ``_message`` makes it; None: one it rejects or that
     this path leaves to it."""
-    plan = _plan(decoder, bytes(record.schema))
+    plan = _plan(decoder, schema)
     p = record.payload
     op = p.op
     if plan is None or type(op) is not str or op not in _ROW_OPS or not plan.table:

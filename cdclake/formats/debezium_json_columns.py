@@ -40,6 +40,7 @@ from msgspec import UNSET, Raw
 from cdclake.event_arrow import DECODED_FILE_SCHEMA, DecodedBuilder
 from cdclake.events import ChangeEvent, Source, meta_text, value_text
 from cdclake.formats import _kafka_connect as kc
+from cdclake.formats._connect_decimals import connect_decimal_kind
 from cdclake.formats._json_columns import (
     CONVERT,
     DROPPED,
@@ -121,8 +122,12 @@ def _kinds(struct: Any) -> dict[str, int]:
 
 
 def _kind(spec: dict[str, Any]) -> int:
-    """A field's kind: an integer date or timestamp (the happy path's, ``_kafka_connect._happy_path``), else by
-    the types the reference keeps."""
+    """A field's kind: a Connect decimal or an integer date or timestamp (the happy path's,
+    ``_kafka_connect._happy_path``), else by the types the reference keeps."""
+    if spec.get("name") == kc.CONNECT_DECIMAL and spec.get("type") == "bytes":  # the happy path's decimals
+        decimal = connect_decimal_kind(kc._int_param(spec, "scale"))
+        if decimal is not None:
+            return decimal
     logical = kc._INTEGER_LOGICAL.get(spec.get("name")) if spec.get("type") in kc._INT_TYPES else None  # type: ignore[arg-type]
     return EPOCH_KINDS.get(logical, CONVERT) if logical else kind_of_kept(kc._kept_types(spec))
 
@@ -151,19 +156,22 @@ def decode_span(decoder: DebeziumJsonDecoder, span: bytes, file: str, offset: in
     read = _READER.span(span)
     if read is None:
         return None
-    records, starts = read
-    return _batch(decoder, records, starts + offset, file)
+    records, starts, schemas = read
+    return _batch(decoder, records, starts + offset, schemas, file)
 
 
-def _batch(decoder: DebeziumJsonDecoder, records: list, starts: np.ndarray, file: str) -> pa.RecordBatch | None:
-    """The span's rows: scalars record by record, image values a column at a time (None: outside the shape)."""
+def _batch(
+    decoder: DebeziumJsonDecoder, records: list, starts: np.ndarray, schemas: list[bytes], file: str
+) -> pa.RecordBatch | None:
+    """The span's rows: scalars record by record, image values a column at a time (None: outside the shape).
+    ``schemas``: each record's schema block (``_json_columns.schema_texts``)."""
     n = len(records)
     plans, tables, ops, seqs, stamps, tx_ids, payloads = [], [], [], [], [], [], []
     befores: list[dict[str, Raw] | None] = []
     afters: list[dict[str, Raw] | None] = []
     override = decoder.table_override
-    for record in records:
-        plan = _plan(decoder, bytes(record.schema))
+    for record, schema in zip(records, schemas, strict=True):
+        plan = _plan(decoder, schema)
         payload = record.payload
         op_code = payload.op
         op = OPS.get(op_code) if type(op_code) is str else None

@@ -1,0 +1,48 @@
+"""The columnar paths' shared span helpers: schema blocks shared per distinct text, the bracket bound."""
+
+from __future__ import annotations
+
+import msgspec
+import numpy as np
+
+from cdclake.formats._json_columns import schema_texts, shallow
+from cdclake.limits import MAX_JSON_DEPTH
+
+
+def _raws(texts: list[bytes]) -> list[msgspec.Raw]:
+    return [msgspec.Raw(t) for t in texts]
+
+
+def test_equal_blocks_are_one_object_and_keep_their_text():
+    blocks = [b'{"a":1}', b'{"b":2}', b'{"a":1}', b'{"b":2}', b'{"c":[3]}']
+    texts = schema_texts(_raws(blocks))
+    assert texts == blocks
+    assert texts[0] is texts[2] and texts[1] is texts[3] and texts[0] is not texts[1]
+
+
+def test_blocks_past_the_compared_ones_are_shared_too():
+    blocks = [b'{"t":%d}' % (i % 40) for i in range(200)]
+    texts = schema_texts(_raws(blocks))
+    assert texts == blocks
+    assert len({id(t) for t in texts}) == 40
+
+
+def _line(head: bytes, payload: bytes) -> bytes:
+    return b'{"schema":' + head + b',"payload":' + payload + b"}"
+
+
+def _shallow(lines: list[bytes]) -> bool:
+    text = b"\n".join(lines) + b"\n"
+    starts = np.array([0, *np.cumsum([len(line) + 1 for line in lines])[:-1]])
+    heads = schema_texts(_raws([msgspec.json.decode(line, type=dict[str, msgspec.Raw])["schema"] for line in lines]))
+    return shallow(text, starts, heads)
+
+
+def test_each_line_counts_its_own_blocks_and_payload_brackets():
+    deep_head = b"[" * (MAX_JSON_DEPTH // 2) + b"]" * (MAX_JSON_DEPTH // 2)
+    flat = b'{"a":1}'
+    half = b"[" * (MAX_JSON_DEPTH // 2 - 1) + b"]" * (MAX_JSON_DEPTH // 2 - 1)
+    assert _shallow([_line(deep_head, flat), _line(flat, flat)])  # 256 + 1 brackets + the envelope's
+    assert _shallow([_line(flat, half), _line(deep_head, b"{}")])
+    assert not _shallow([_line(flat, flat), _line(deep_head, b'{"x":' + half + b"}")])
+    assert not _shallow([_line(flat, flat), _line(deep_head, b"{}"), _line(deep_head, b'{"x":' + half + b"}")])
