@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from cdclake.arrow_text import first_bytes, holding, text_buffers
 from cdclake.coltypes import DECIMAL_INTEGER
 from cdclake.events import EVENT_SCHEMA, ROW_OPS
 from cdclake.parquet_stats import statistics_columns
@@ -207,14 +208,8 @@ def _kind_codes(values: pa.Array) -> np.ndarray:
         return codes
     if values.type not in (pa.string(), pa.large_string()):
         values = values.cast(pa.large_string())
-    valid = flags(values.is_valid())
-    buffers = values.buffers()
-    width = np.int64 if values.type == pa.large_string() else np.int32
-    offsets = np.frombuffer(buffers[1], width)[values.offset : values.offset + len(values) + 1].astype(np.int64)
-    data = np.frombuffer(buffers[2], np.uint8) if buffers[2] is not None else np.zeros(1, np.uint8)
-    nonempty = valid & (offsets[1:] > offsets[:-1])
-    first = np.zeros(len(values), np.uint8)
-    first[nonempty] = data[offsets[:-1][nonempty]]
+    offsets, _ = text_buffers(values)
+    first = first_bytes(values)
     integer = flags(pc.ascii_is_decimal(values))
     negative = np.flatnonzero(first == ord("-"))
     if len(negative):
@@ -321,9 +316,16 @@ def column_kinds(events: pa.Table) -> list[dict[str, Any]]:
     # every meta that mentions column_types is a candidate, and should a chosen one hold no such object after
     # all, every meta is parsed and the choice made again (the meta of each Debezium event is its own text:
     # parsing them all took a third of normalize's time)
-    mentions = pc.fill_null(pc.match_substring(rows["meta"], "column_types"), False)
-    found = _column_kinds(rows, mentions.combine_chunks())
+    mentions = pc.fill_null(_mentions(rows["meta"].combine_chunks(), b"column_types"), False)
+    found = _column_kinds(rows, mentions)
     return found if found is not None else _column_kinds(rows, _column_hints(rows["meta"]).is_valid())
+
+
+def _mentions(metas: pa.Array, needle: bytes) -> pa.Array:
+    """Which metas hold ``needle`` (null for a null meta, as ``match_substring`` answers)."""
+    if not metas.null_count:
+        return holding(metas, needle)
+    return pc.if_else(metas.is_valid(), holding(pc.fill_null(metas, ""), needle), pa.scalar(None, pa.bool_()))
 
 
 def _column_kinds(rows: pa.Table, has_hints: pa.BooleanArray) -> list[dict[str, Any]] | None:

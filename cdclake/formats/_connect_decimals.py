@@ -13,6 +13,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cdclake.arrow_text import text_buffers
+
 #: A column kind (``_json_columns``' kinds): a Connect decimal of base64 bytes with this scale added (0-63).
 CONNECT_DECIMAL_KIND = 32
 MAX_SCALE = 63
@@ -61,9 +63,7 @@ def with_connect_decimals(texts: pa.Array, kinds: np.ndarray, slow: np.ndarray, 
 def _base64_numbers(chosen: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """Per JSON text of ``chosen``: the signed number of a quoted canonical base64 text of 1-8 bytes (4, 8 or 12
     characters, no blanks or escapes, the unused bits of its last character zero), and whether it was one."""
-    buffers = chosen.buffers()
-    offsets = np.frombuffer(buffers[1], np.int64)[chosen.offset : chosen.offset + len(chosen) + 1]
-    data = np.frombuffer(buffers[2], np.uint8) if buffers[2] is not None else np.zeros(0, np.uint8)
+    offsets, data = text_buffers(chosen)
     lengths = np.diff(offsets)
     numbers = np.zeros(len(chosen), np.int64)
     read = np.zeros(len(chosen), bool)

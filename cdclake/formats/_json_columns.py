@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from msgspec import UNSET, Raw, UnsetType
 
+from cdclake.arrow_text import holding
 from cdclake.event_arrow import DECODED_FILE_SCHEMA
 from cdclake.events import value_text
 from cdclake.formats._connect_decimals import with_connect_decimals
@@ -64,33 +65,6 @@ def respelt(texts: pa.Array) -> pa.BooleanArray:
     for prefix in ("{", "[", "0.000000", "-0.000000"):
         odd = pc.or_(odd, pc.starts_with(texts, prefix))
     return pc.or_(odd, pc.equal(texts, "-0"))
-
-
-def holding(texts: pa.Array, needle: bytes) -> pa.BooleanArray:
-    """``pc.match_substring(texts, needle)``, by one scan of the texts' bytes: Arrow's kernel sets its matcher up
-    per value, and those calls were a tenth of a Debezium decode task's instructions."""
-    if texts.null_count or not needle or texts.type not in (pa.string(), pa.large_string()):
-        return pc.match_substring(texts, needle.decode())
-    buffers = texts.buffers()
-    offsets = np.frombuffer(buffers[1], np.int64 if texts.type == pa.large_string() else np.int32)
-    offsets = offsets[texts.offset : texts.offset + len(texts) + 1].astype(np.int64)
-    if buffers[2] is None or not len(texts):
-        return pa.array(np.zeros(len(texts), bool))
-    if len(needle) == 1:
-        at = np.flatnonzero(np.frombuffer(buffers[2], np.uint8)[: int(offsets[-1])] == needle[0])
-    else:  # the probes: rare texts, so few matches to walk
-        data = buffers[2].to_pybytes()[: int(offsets[-1])]
-        found, start = [], data.find(needle, int(offsets[0]))
-        while start >= 0:
-            found.append(start)
-            start = data.find(needle, start + 1)
-        at = np.array(found, np.int64)
-    at = at[at >= offsets[0]]
-    owners = np.searchsorted(offsets, at, side="right") - 1
-    inside = at + len(needle) <= offsets[owners + 1]
-    holds = np.zeros(len(texts), bool)
-    holds[owners[inside]] = True
-    return pa.array(holds)
 
 
 def raw_texts(raws: list) -> pa.Array | None:

@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import msgspec
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
-from cdclake.formats._json_columns import holding, schema_texts, shallow
+from cdclake.formats._json_columns import schema_texts, shallow
 from cdclake.limits import MAX_JSON_DEPTH
 
 
@@ -50,25 +46,3 @@ def test_each_line_counts_its_own_blocks_and_payload_brackets():
     assert _shallow([_line(flat, half), _line(deep_head, b"{}")])
     assert not _shallow([_line(flat, flat), _line(deep_head, b'{"x":' + half + b"}")])
     assert not _shallow([_line(flat, flat), _line(deep_head, b"{}"), _line(deep_head, b'{"x":' + half + b"}")])
-
-
-_TEXT = st.text(alphabet=st.sampled_from('ab"\\eE_-x\u00e9'), max_size=8)
-
-
-@settings(max_examples=150, deadline=None)
-@given(
-    st.lists(_TEXT, max_size=30),
-    st.sampled_from([b"e", b"\\", b'"', b"ab", b"__", b"x\xc3\xa9", b'"a"']),
-    st.sampled_from([pa.string(), pa.large_string()]),
-    st.integers(0, 5),
-)
-def test_holding_is_arrows_match_substring(values, needle, type_, cut):
-    texts = pa.array(values, type_)
-    for array in (texts, texts.slice(min(cut, len(values)))):
-        assert holding(array, needle).to_pylist() == pc.match_substring(array, needle.decode()).to_pylist()
-
-
-def test_a_match_across_two_texts_is_no_match():
-    texts = pa.array(["xa", "bx", "ab", "", "e"], pa.large_string())
-    assert holding(texts, b"ab").to_pylist() == [False, False, True, False, False]
-    assert holding(texts.slice(1), b"e").to_pylist() == [False, False, False, True]
