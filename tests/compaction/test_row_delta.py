@@ -29,6 +29,7 @@ from cdclake.compaction.row_delta import (
 )
 from cdclake.merge import bucket_of, key_of
 from cdclake.naming import spark_table_name
+from cdclake.spark import java_class
 from cdclake.tables import read_rows
 
 pytestmark = pytest.mark.spark
@@ -342,3 +343,25 @@ def test_the_driver_files_carry_the_counts_iceberg_reads_from_their_footers(spar
     finally:
         tasks.close()
     assert len(planned) == 1 and len(list(log_table.currentSnapshot().addedDataFiles(log_table.io()))) == 2
+
+
+@pytest.mark.parametrize("object_storage", [False, True])
+def test_driver_files_are_placed_where_the_tables_location_provider_places_them(spark, warehouse, object_storage):
+    """Named here under the default provider's one prefix, by the provider itself when it hashes each name."""
+    from cdclake.compaction.row_delta import _file_locations
+
+    name = make_table(spark, f"S.PLACED{int(object_storage)}", [row(1)])
+    spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ('write.object-storage.enabled'='{str(object_storage).lower()}')")
+    table = _java_table(spark, name)
+    location_of = _file_locations(spark, table)
+    partition_data = java_class(spark, "org.apache.iceberg.DataFiles").data
+    for bucket in (0, 3, 12):
+        file = f"cdclake-x{bucket}-data.parquet"
+        expected = table.locationProvider().newDataLocation(
+            table.spec(), partition_data(table.spec(), f"_cdc_bucket={bucket}"), file
+        )
+        assert location_of(bucket, file) == expected
+    assert (location_of.__name__ == "asked") is object_storage
+    fresh = arrow_rows([with_meta(row(i), 2) for i in range(2, 12)])
+    assert commit_overwrite(spark, table, _fresh_snapshot_id(spark, name), fresh, list(range(BUCKETS)), {})
+    assert sorted(spark_rows(spark, name)) == list(range(2, 12))
