@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 from cdclake.arrow_text import first_bytes, holding, text_buffers
 from cdclake.coltypes import DECIMAL_INTEGER
 from cdclake.events import EVENT_SCHEMA, ROW_OPS
-from cdclake.parquet_stats import statistics_columns
+from cdclake.parquet_stats import dictionary_columns, statistics_columns
 
 #: Column of the change log written per batch (the batch id), after the event columns.
 BATCH_COLUMN = "_batch"
@@ -487,7 +487,13 @@ class ChangelogWriter:
 def _write(table: pa.Table, path: Path) -> None:
     """``table`` to ``path`` under a temporary name, renamed once whole."""
     temp = path.with_name("." + path.name + ".tmp")
-    pq.write_table(table, temp, compression="snappy", write_statistics=statistics_columns(table.schema))
+    pq.write_table(
+        table,
+        temp,
+        compression="snappy",
+        write_statistics=statistics_columns(table.schema),
+        use_dictionary=dictionary_columns(table.schema),
+    )
     os.replace(temp, path)
 
 

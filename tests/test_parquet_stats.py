@@ -12,7 +12,7 @@ from cdclake.batch_events import ChangelogWriter
 from cdclake.compaction.lake_tables import LOG_SCHEMA
 from cdclake.compaction.row_delta import _parquet_bytes
 from cdclake.event_arrow import DECODED_FILE_SCHEMA
-from cdclake.parquet_stats import statistics_columns
+from cdclake.parquet_stats import dictionary_columns, statistics_columns
 
 
 def _leaf_statistics(metadata: pq.FileMetaData) -> dict[str, bool]:
@@ -81,3 +81,24 @@ def test_statistics_leave_the_bytes_readable_as_written() -> None:
     table = _log_rows(4)
     data, _ = _parquet_bytes(table)
     assert pq.read_table(io.BytesIO(data)).cast(table.schema).equals(table)
+
+
+def _dictionary_columns(metadata: pq.FileMetaData) -> set[str]:
+    group = metadata.row_group(0)
+    return {
+        group.column(i).path_in_schema
+        for i in range(group.num_columns)
+        if any("DICTIONARY" in e for e in group.column(i).encodings)
+    }
+
+
+def test_only_columns_whose_values_repeat_get_dictionary_pages(tmp_path) -> None:
+    _, footer = _parquet_bytes(_log_rows(50))
+    assert _dictionary_columns(footer) == {"_role", "op", "source_file", "_cdc_batch"}
+    events = _log_rows(3).select(["op", "seq", "before", "after", "source_file", "source_offset"])
+    events = events.append_column("table", pa.array(["S.T"] * 3))
+    with ChangelogWriter(tmp_path / "changelog", "b1", lambda t: t) as writer:
+        writer.add(events)
+    (written,) = (tmp_path / "changelog").glob("table=S.T/*.parquet")
+    assert _dictionary_columns(pq.read_metadata(written)) == {"op", "source_file", "_batch"}
+    assert dictionary_columns(DECODED_FILE_SCHEMA) == ["table", "op", "keys", "source_file"]

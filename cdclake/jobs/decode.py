@@ -32,7 +32,7 @@ from cdclake.formats._avro_binary import OCF_MAGIC, SYNC_SIZE, Malformed, read_v
 from cdclake.formats._gg_avro import codec_problem, ocf_header
 from cdclake.jobs.decode_processes import run_tasks
 from cdclake.options import Options
-from cdclake.parquet_stats import statistics_columns
+from cdclake.parquet_stats import dictionary_columns, statistics_columns
 from cdclake.reading import GZIP_MAGIC, LandingFileError, read_landing_bytes
 from cdclake.registry import get_decoder
 from cdclake.settings import Settings
@@ -170,6 +170,7 @@ def decode_to_files(
                 DECODED_FILE_SCHEMA,
                 compression="snappy",
                 write_statistics=statistics_columns(DECODED_FILE_SCHEMA),
+                use_dictionary=dictionary_columns(DECODED_FILE_SCHEMA),
             )
         writers[kind].write_batch(batch)
 
