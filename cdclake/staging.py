@@ -47,6 +47,7 @@ import sqlite3
 import tempfile
 import time
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
@@ -65,6 +66,10 @@ _INTERVAL_RUN_TYPES = frozenset({"scheduled", "backfill"})
 #: How long a run waits for another process staging the same batch (a zombie of a retried task).
 LOCK_TIMEOUT_S = 900.0
 _CHUNK = 1 << 20
+#: Named files (``stage_files``) copied side by side: a copy waits on the disk and hashes without the GIL (the 100k
+#: Debezium bench's 507 MB staged in 0.31-0.35 s against 0.57-1.35 s one file at a time). A landing's claims are
+#: still fetched one at a time: the crash tests pin which claim a failed fetch leaves unrecorded.
+COPY_THREADS = 4
 
 
 class StagingError(ValueError):
@@ -586,14 +591,17 @@ def stage_files(paths: list[str | Path], staging_root: str | Path, manifest: Man
     """Stage explicitly named files (the local ``apply`` command); no ledger needed
     because the batch id is derived from the files' content."""
     batch_dir = Path(staging_root) / manifest.batch_id
-    staged = []
-    for index, path in enumerate(paths):
+
+    def staged(item: tuple[int, str | Path]) -> StagedFile:
+        index, path = item
         src = Path(path)
         dest = batch_dir / "files" / f"{index:05d}-{src.name}"
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(src, dest)
-        staged.append(StagedFile(name=str(path), path=str(dest), size=dest.stat().st_size, sha256=sha256_of(dest)))
-    manifest.files = staged
+        return StagedFile(name=str(path), path=str(dest), size=dest.stat().st_size, sha256=sha256_of(dest))
+
+    with ThreadPoolExecutor(max_workers=COPY_THREADS) as pool:  # in order; copies side by side
+        manifest.files = list(pool.map(staged, enumerate(paths)))
     write_json_atomic(batch_dir / "manifest.json", manifest.to_json())
     return manifest
 

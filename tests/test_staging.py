@@ -511,3 +511,18 @@ def test_credentials_never_reach_logs_errors_or_files(
         assert secret not in "".join(errors) and secret not in files
     assert "S3 client from Airflow connection 'cdclake_test_aws'" in caplog.text  # the logs were captured
     assert "S3 client from the environment's credential chain" in caplog.text
+
+
+def test_named_files_are_staged_in_their_order_with_their_hashes(tmp_path: Path) -> None:
+    from cdclake.staging import stage_files
+
+    paths = []
+    for i in range(12):
+        path = tmp_path / "in" / f"f{11 - i}.json"
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(b"x" * (i * 1000 + 1))
+        paths.append(path)
+    staged = stage_files(paths, tmp_path / "staging", new_manifest("named"))
+    assert [f.name for f in staged.files] == [str(p) for p in paths]
+    assert [Path(f.path).name for f in staged.files] == [f"{i:05d}-f{11 - i}.json" for i in range(12)]
+    assert [(f.size, f.sha256) for f in staged.files] == [(p.stat().st_size, sha(p.read_bytes())) for p in paths]
