@@ -176,7 +176,10 @@ def find_affected(
     if full:
         affected.buckets = list(range(buckets))
     elif key_set is not None:
-        affected.buckets = sorted({bucket_of(k, buckets) for k in key_set | affected.in_order})
+        # key_set | in_order is the batch's keys and old keys (whose buckets its routed rows carry: a key change
+        # crossing buckets has a link row in its old key's) plus the linked keys: no key hashed again
+        logged = pc.unique(batch.good_arrow["_cdc_bucket"]).drop_null().to_pylist()
+        affected.buckets = sorted(set(logged) | {bucket_of(k, buckets) for k in affected.linked})
     elif whole_log:
         affected.buckets = sorted({r["_cdc_bucket"] for r in batch.good.select("_cdc_bucket").distinct().collect()})
     else:

@@ -68,10 +68,11 @@ class _Image:
     """One image column (a map of column -> JSON text) flattened once, looked up per column name.
 
     The maps stay in the events' own order (no copy of every image's text into the sorted order: the
-    largest part of a bulk batch); ``order`` (the sorted position -> event) turns each lookup's answers
-    into the sorted order."""
+    largest part of a bulk batch); ``order`` (the sorted position -> row of the map column) turns each
+    lookup's answers into the sorted order."""
 
-    def __init__(self, images: pa.MapArray, n: int, order: np.ndarray):
+    def __init__(self, images: pa.MapArray, order: np.ndarray):
+        n = len(images)
         offsets = _np(images.offsets).astype(np.int64)  # absolute into the children (a slice keeps them)
         start, end = (int(offsets[0]), int(offsets[-1])) if offsets.size else (0, 0)
         self.parents = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets)) if n else np.zeros(0, np.int64)
@@ -94,19 +95,37 @@ class _Image:
             at[events[::-1]] = flat_idx[::-1]  # a duplicated name: its first value, as a map lookup gives
         return present[self.order], at[self.order]
 
-    def texts(self, at: np.ndarray) -> list:
-        return self.values.take(pa.array(at, pa.int64())).to_pylist() if at.size else []
+    def texts(self, at: np.ndarray) -> pa.Array:
+        """The values at flat indexes ``at`` (NULL where -1), taken in Arrow: no Python string per value."""
+        return self.values.take(pa.array(at, pa.int64(), mask=at < 0))
 
 
-def fold_arrow(events: pa.Table, columns: list[tuple[str, str]], batch_id: str, truncate_seq: str | None) -> pa.Table:
+#: The change-log columns the fold reads besides the images.
+SCALARS = ["_key", "seq", "source_file", "source_offset", "_cdc_batch", "op", "event_ts", "_cdc_bucket"]
+
+
+def fold_arrow(
+    events: pa.Table,
+    columns: list[tuple[str, str]],
+    batch_id: str,
+    truncate_seq: str | None,
+    scalars: pa.Table | None = None,
+    image_rows: np.ndarray | None = None,
+) -> pa.Table:
     """Per key of ``events`` (change-log rows, no key changes): ``row`` / ``gone`` rows and one ``stats``
-    row, as ``fold_part`` with markers gives them (real column names, :func:`_out_schema`)."""
+    row, as ``fold_part`` with markers gives them (real column names, :func:`_out_schema`).
+
+    ``scalars`` (:data:`SCALARS`) and ``image_rows``: fold these rows instead, row ``i`` reading its images
+    at row ``image_rows[i]`` of ``events``; so a caller folds a part of a large batch, or relabeled keys,
+    without copying its images (a filter of the map columns was most of a 400k-event fold)."""
     schema = _out_schema(columns)
-    n = events.num_rows
-    scalars = events.drop_columns(["before", "after"])  # the images are read in place (_Image)
+    if scalars is None:
+        scalars = events.select(SCALARS)
+        image_rows = np.arange(events.num_rows, dtype=np.int64)
+    n = scalars.num_rows
     if n:
-        seq = pc.fill_null(events["seq"], "")
-        table = events.select(["_key", "source_file", "source_offset", "_cdc_batch"]).append_column("_seq", seq)
+        seq = pc.fill_null(scalars["seq"], "")
+        table = scalars.select(["_key", "source_file", "source_offset", "_cdc_batch"]).append_column("_seq", seq)
         order = pc.sort_indices(table, sort_keys=[(c, "ascending", "at_start") for c in _ORDER])
         ev = scalars.append_column("_seq", seq).take(order).combine_chunks()
     else:
@@ -141,26 +160,25 @@ def fold_arrow(events: pa.Table, columns: list[tuple[str, str]], batch_id: str, 
     gone = (last_g < 0) | is_delete[np.maximum(last_g, 0)] if n else np.zeros(0, dtype=bool)
     base_applies = (reset_g < 0) | is_delete[np.maximum(reset_g, 0)] if n else np.zeros(0, dtype=bool)
     base_g = _run_ends(live & after_reset, gid, groups, last=False)
-    sorted_rows = _np(order).astype(np.int64)
-    after = _Image(events["after"].combine_chunks(), n, sorted_rows)
-    before = _Image(events["before"].combine_chunks(), n, sorted_rows)
+    sorted_rows = np.asarray(image_rows, np.int64)[_np(order).astype(np.int64)]
+    after = _Image(events["after"].combine_chunks(), sorted_rows)
+    before = _Image(events["before"].combine_chunks(), sorted_rows)
 
     arrays = []
     for name, type_name in columns:
         present, at = after.lookup(name)
         chosen = _run_ends(in_window & present, gid, groups)
-        texts = np.full(groups, None, dtype=object)
-        has = chosen >= 0
-        if has.any():
-            picked = after.texts(at[chosen[has]])
-            texts[has] = ["null" if t is None else t for t in picked]  # a present value is never "not written"
+        has = (chosen >= 0) & ~gone
         b_present, b_at = before.lookup(name)
-        from_base = ~has & base_applies & (base_g >= 0)
+        from_base = ~(chosen >= 0) & base_applies & (base_g >= 0) & ~gone
         from_base[from_base] = b_present[base_g[from_base]]
+        written = after.texts(np.where(has, at[np.maximum(chosen, 0)], -1))
+        texts = pc.fill_null(written, "null")  # a present value is never "not written"
         if from_base.any():
-            texts[from_base] = before.texts(b_at[base_g[from_base]])
-        texts[gone] = None
-        arrays.append(typed_values(pa.array(texts, pa.string()), type_name))
+            texts = pc.if_else(pa.array(has), texts, before.texts(np.where(from_base, b_at[np.maximum(base_g, 0)], -1)))
+        else:
+            texts = pc.if_else(pa.array(has), texts, pa.scalar(None, pa.string()))
+        arrays.append(typed_values(texts, type_name))
 
     last = np.where(gone, -1, last_g)
     pick = pa.array(last, pa.int64(), mask=last < 0)
@@ -174,7 +192,7 @@ def fold_arrow(events: pa.Table, columns: list[tuple[str, str]], batch_id: str, 
         ev["_cdc_batch"].combine_chunks().take(pick),
         pa.array(bucket, pa.int32()),
         key.take(pa.array(starts, pa.int64())),
-        pa.array(np.where(gone, "gone", "row").tolist() if groups else [], pa.string()),
+        pc.if_else(pa.array(gone, pa.bool_()), "gone", "row").cast(pa.string()),
         pa.nulls(groups, pa.string()),
     ]
     rows = pa.Table.from_arrays([*arrays, *meta], schema=schema)
@@ -248,23 +266,25 @@ def chain_keys(events: pa.Table, pairs: list[tuple[str, str]], batch_id: str) ->
     return chained, gone
 
 
-def _relabeled(events: pa.Table, chained: dict[str, str], buckets: int) -> tuple[pa.Table, pa.Table]:
-    """(the events of ``chained``'s keys under their chain's last key, its bucket, no old key and no second
-    copy of a key change; the other events)."""
+def _relabeled(events: pa.Table, chained: dict[str, str], buckets: int) -> tuple[np.ndarray, pa.Table, pa.Table]:
+    """(the rows of ``events`` of ``chained``'s keys, less the second copy of a key change; their
+    :data:`SCALARS` under their chain's last key and its bucket; the other events)."""
     from cdclake.merge import bucket_of
 
     names = list(chained)
-    in_chain = pc.fill_null(pc.is_in(events["_key"], pa.array(names, pa.string())), False)
-    picked = events.filter(in_chain)
-    if "_role" in picked.column_names:
-        picked = picked.filter(pc.invert(pc.fill_null(pc.equal(picked["_role"], "link"), False)))
-    at = pc.index_in(picked["_key"], pa.array(names, pa.string()))
+    in_chain = _flag(pc.is_in(events["_key"], pa.array(names, pa.string())))
+    picked = in_chain.copy()
+    if "_role" in events.column_names:
+        picked &= ~_flag(pc.equal(events["_role"], "link"))
+    rows = np.flatnonzero(picked)
+    scalars = events.select(SCALARS).take(rows)
+    at = pc.index_in(scalars["_key"], pa.array(names, pa.string()))
     last = pa.array([chained[k] for k in names], pa.string()).take(at)
     bucket = pa.array([bucket_of(chained[k], buckets) for k in names], pa.int32()).take(at)
-    for name, column in (("_key", last), ("_old_key", pa.nulls(len(last), pa.string())), ("_cdc_bucket", bucket)):
-        index = picked.schema.get_field_index(name)
-        picked = picked.set_column(index, picked.schema.field(index), column.cast(picked.schema.field(index).type))
-    return picked, events.filter(pc.invert(in_chain))
+    for name, column in (("_key", last), ("_cdc_bucket", bucket)):
+        index = scalars.schema.get_field_index(name)
+        scalars = scalars.set_column(index, scalars.schema.field(index), column.cast(scalars.schema.field(index).type))
+    return rows, scalars, events.take(np.flatnonzero(~in_chain))
 
 
 def _gone_rows(keys: list[str], columns: list[tuple[str, str]], buckets: int) -> pa.Table:
@@ -303,22 +323,28 @@ def fold_driver(
     args = {"keys": keys, "columns": columns, "batch_id": batch_id, "buckets": buckets, "truncate_seq": truncate_seq}
     if not can_fold_arrow(rows, cmap):
         return fold_part(events, rows, cmap=cmap, markers=markers, **args)
-    moved = events.filter(pc.is_valid(events["_old_key"]))
+    # rows are picked by position, never by a filter of the whole batch: its image maps are most of its bytes
+    moved = events.select(["_key", "_old_key"]).take(np.flatnonzero(_np(pc.is_valid(events["_old_key"]))))
     pairs = sorted(set(zip(moved["_key"].to_pylist(), moved["_old_key"].to_pylist(), strict=True)))
     linked = sorted(_component_homes(pairs, buckets)) if pairs else []
-    in_component = pc.fill_null(pc.is_in(events["_key"], pa.array(linked, pa.string())), False)
-    native = events.filter(pc.invert(in_component))
+    in_component = _flag(pc.is_in(events["_key"], pa.array(linked, pa.string()))) if linked else None
+    native_rows = np.arange(events.num_rows) if in_component is None else np.flatnonzero(~in_component)
+    scalars = events.select(SCALARS)
+    if in_component is not None:
+        scalars = scalars.take(native_rows)
     parts = []
-    if linked:
-        component_events = events.filter(in_component)
+    if in_component is not None:
+        component_rows = np.flatnonzero(in_component)
+        component_events = events.take(component_rows)
         chained, gone_keys = chain_keys(component_events, pairs, batch_id)
         if chained:
-            relabeled, component_events = _relabeled(component_events, chained, buckets)
-            native = pa.concat_tables([native, relabeled])
+            chain_rows, relabeled, component_events = _relabeled(component_events, chained, buckets)
+            scalars = pa.concat_tables([scalars, relabeled])
+            native_rows = np.concatenate([native_rows, component_rows[chain_rows]])
             parts.append(_gone_rows(gone_keys, columns, buckets))
         if component_events.num_rows:
             parts.append(fold_part(component_events, None, cmap=cmap, markers=True, **args))
-    parts.append(fold_arrow(native, columns, batch_id, truncate_seq))
+    parts.append(fold_arrow(events, columns, batch_id, truncate_seq, scalars, native_rows))
     if rows is not None and rows.num_rows:
         affected = pa.concat_arrays([events["_key"].combine_chunks(), moved["_old_key"].combine_chunks()])
         kept = pc.invert(pc.is_in(rows["_cdc_key"], affected))

@@ -201,9 +201,9 @@ def _key_texts(
             unsure |= counts > 0
         else:
             unsure[owners[~_matches(found, pattern)]] = True
-        piece = np.full(rows, None, dtype=object)
-        piece[owners] = found.to_numpy(zero_copy_only=False)
-        pieces.append(pa.array(piece, pa.string()))
+        at = np.full(rows, -1, dtype=np.int64)
+        at[owners] = np.arange(len(owners))  # a repeated key column is unsure: the last one will do
+        pieces.append(found.take(pa.array(at, mask=at < 0)).cast(pa.string()))
     joined = pc.binary_join_element_wise(*pieces, ",", null_handling="emit_null")
     keyed = pc.binary_join_element_wise("[", joined, "]", "", null_handling="emit_null")
     return keyed, unsure

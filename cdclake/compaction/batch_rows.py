@@ -113,9 +113,10 @@ def route_batch(spark, batch_dir: Path, batch_id: str, source_table: str, target
         if quarantined:
             errors_frame = _to_frame(spark, routed_arrow.filter(is_error), LOG_DDL + ", _error string")
             write_quarantine(errors_frame, quarantine_dir)
-        good_arrow = routed_arrow.filter(pc.invert(is_error)).drop_columns(["_error"])
-        key_set = {k for k in good_arrow["_key"].to_pylist() if k is not None}
-        key_set |= {k for k in good_arrow["_old_key"].to_pylist() if k is not None}
+        good_arrow = routed_arrow.filter(pc.invert(is_error)) if quarantined else routed_arrow  # no copy: most
+        good_arrow = good_arrow.drop_columns(["_error"])
+        named = pa.chunked_array(good_arrow["_key"].chunks + good_arrow["_old_key"].chunks, pa.string())
+        key_set = set(pc.unique(named).drop_null().to_pylist())
         return RoutedBatch(
             in_driver=True,
             bulk=bulk_limit is not None,

@@ -71,7 +71,10 @@ def fold_in_driver(
         if log_rows * len(affected.buckets) <= LOG_READ_FACTOR * limit * buckets:
             log_in_driver = read_log(spark, log_name, LOG_SCHEMA, buckets=affected.buckets)
     if whole_log and not main_done:  # the log holds this batch's rows alone: they are in hand
-        logged_arrow = good_arrow.filter(pc.greater_equal(good_arrow["_cdc_bucket"], 0))
+        bucket = good_arrow["_cdc_bucket"]
+        low = pc.min(bucket).as_py()
+        keyed = bucket.null_count == 0 and (low is None or low >= 0)  # most batches: no copy of their images
+        logged_arrow = good_arrow if keyed else good_arrow.filter(pc.greater_equal(bucket, 0))
     elif log_in_driver is not None:  # its buckets read by pyiceberg, keys picked in Arrow
         wanted = pa.array(sorted(key_set), pa.string())
         logged_arrow = log_in_driver.filter(

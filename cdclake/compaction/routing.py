@@ -95,21 +95,23 @@ def route_events(
         is_row = pc.fill_null(pc.is_in(batch.column("op"), pa.array(sorted(ROW_OPS), pa.string())), False)
         picked = batch if pc.all(is_row).as_py() is not False else batch.filter(is_row)
         count = picked.num_rows
+        nothing = pa.nulls(count, pa.string())
         if translate:
-            found: list[str | None] = [None] * count
-            old: list[str | None] = [None] * count
-            unsure = np.ones(count, dtype=bool)
+            key, old_key, unsure = nothing, nothing, np.ones(count, dtype=bool)
         else:
             before_keys, unsure_before = image_keys(picked.column("before"), keys, types)
             after_keys, unsure_after = image_keys(picked.column("after"), keys, types)
             key, old_key = _chosen_keys(picked.column("op"), before_keys, after_keys)
             unsure = unsure_before | unsure_after | ~_valid(key)  # no key: the reference words the error
+        error = nothing
+        if unsure.any():  # the reference's outcome for those rows, as Python lists (most batches: none)
             sure = pa.array(~unsure)
             found = pc.if_else(sure, key, pa.scalar(None, pa.string())).to_pylist()
             old = pc.if_else(sure, old_key, pa.scalar(None, pa.string())).to_pylist()
-        errors: list[str | None] = [None] * count
-        _route_by_reference(picked, np.flatnonzero(unsure), found, old, errors, keys, types, cmap)
-        yield _routed_batch(picked, found, old, errors, buckets, batch_id)
+            errors: list[str | None] = [None] * count
+            _route_by_reference(picked, np.flatnonzero(unsure), found, old, errors, keys, types, cmap)
+            key, old_key, error = (pa.array(values, pa.string()) for values in (found, old, errors))
+        yield from _routed_batches(picked, key, old_key, error, buckets, batch_id)
 
 
 def _valid(array: pa.Array) -> np.ndarray:
@@ -175,48 +177,51 @@ def _route_by_reference(
         found[i], old[i] = event.key, event.old_key
 
 
-def _routed_batch(
+def _routed_batches(
     picked: pa.RecordBatch,
-    found: list[str | None],
-    old: list[str | None],
-    errors: list[str | None],
+    key: pa.Array,
+    old_key: pa.Array,
+    error: pa.Array,
     buckets: int,
     batch_id: str,
-) -> pa.RecordBatch:
-    """The routed rows of ``picked``, in order: per event its ``error`` row, or its ``main`` row under its
-    key's bucket, followed by a ``link`` row under its old key's bucket when a key change crosses buckets
-    (logged there too, so a refold of the old key finds it)."""
+) -> Iterator[pa.RecordBatch]:
+    """The routed rows of ``picked``: per event, in order, its ``error`` row or its ``main`` row under its
+    key's bucket; then, in a batch of their own, a ``link`` row under its old key's bucket for each key
+    change that crosses buckets (logged there too, so a refold of the old key finds it). The main rows are
+    ``picked``'s own columns, not a copy of its images."""
     count = picked.num_rows
-    key, old_key, error = (pa.array(values, pa.string()) for values in (found, old, errors))
     failed = _valid(error) if error.null_count < count else np.zeros(count, dtype=bool)
     bucket = _buckets(key, buckets)
     old_bucket = _buckets(old_key, buckets) if old_key.null_count < count else np.full(count, -1, dtype=np.int64)
-    link = ~failed & (old_bucket >= 0) & (old_bucket != bucket)
-    copies = 1 + link.astype(np.int64)
-    positions = np.repeat(np.arange(count, dtype=np.int64), copies)
-    second = np.zeros(len(positions), dtype=bool)
-    second[(np.cumsum(copies) - 1)[link]] = True  # each link row follows its main row
-    role = np.where(failed[positions], "error", np.where(second, "link", "main"))
-    row_bucket = np.where(second, old_bucket[positions], bucket[positions])
-    unchanged = len(positions) == count  # most batches: every row once, in order
-    index = None if unchanged else pa.array(positions)
-    taken = picked if unchanged else picked.take(index)
     computed = {
-        "_key": key if unchanged else key.take(index),
-        "_old_key": old_key if unchanged else old_key.take(index),
-        "_cdc_bucket": pa.array(row_bucket, pa.int32(), mask=row_bucket < 0),
-        "_role": pa.array(role, pa.string()),
-        "_error": error if unchanged else error.take(index),
-        "_cdc_batch": pa.array([batch_id] * len(positions), pa.string()),
+        "_key": key,
+        "_old_key": old_key,
+        "_cdc_bucket": pa.array(bucket, pa.int32(), mask=bucket < 0),
+        "_role": pa.array(np.where(failed, "error", "main"), pa.string()),
+        "_error": error,
     }
+    yield _routed(picked, computed, batch_id)
+    links = np.flatnonzero(~failed & (old_bucket >= 0) & (old_bucket != bucket))
+    if len(links):
+        index = pa.array(links)
+        computed = {"_key": key.take(index), "_old_key": old_key.take(index), "_error": error.take(index)}
+        computed["_cdc_bucket"] = pa.array(old_bucket[links], pa.int32())
+        computed["_role"] = pa.array(["link"] * len(links), pa.string())
+        yield _routed(picked.take(index), computed, batch_id)
+
+
+def _routed(picked: pa.RecordBatch, computed: dict[str, pa.Array], batch_id: str) -> pa.RecordBatch:
+    """``ROUTED_SCHEMA``'s columns: ``computed``'s, else ``picked``'s, else NULL."""
+    rows = picked.num_rows
+    computed["_cdc_batch"] = pa.array([batch_id] * rows, pa.string())
     arrays = []
     for field in ROUTED_SCHEMA:
         if field.name in computed:
             arrays.append(computed[field.name].cast(field.type))
-        elif field.name in taken.schema.names:
-            arrays.append(taken.column(field.name).cast(field.type))
+        elif field.name in picked.schema.names:
+            arrays.append(picked.column(field.name).cast(field.type))
         else:
-            arrays.append(pa.nulls(len(positions), field.type))
+            arrays.append(pa.nulls(rows, field.type))
     return pa.RecordBatch.from_arrays(arrays, schema=ROUTED_SCHEMA)
 
 

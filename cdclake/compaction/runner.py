@@ -32,17 +32,28 @@ class CompactFailed(RuntimeError):
 
 
 class _Budget:
-    """The driver's bulk budget as ``total`` shares: a table takes its shares before it runs, and waits while
-    the tables running hold too many of them."""
+    """The driver's bulk budget as ``total`` shares, handed out in the tables' order: a table takes its shares
+    before it runs, once they are free and no table before it that would fit is still waiting (greedy in order,
+    whatever order the pool's threads reach it in: a thread slow to make its session no longer lets a later,
+    smaller table take the shares the largest one needs first)."""
 
-    def __init__(self, total: int) -> None:
+    def __init__(self, total: int, needs: list[int]) -> None:
         self.free = total
+        self._pending = dict(enumerate(needs))
         self._changed = threading.Condition()
 
-    def take(self, shares: int) -> None:
+    def _turn(self, rank: int) -> bool:
+        need = self._pending[rank]
+        return need <= self.free and all(n > self.free for r, n in self._pending.items() if r < rank)
+
+    def take(self, rank: int) -> int:
+        """Wait for table ``rank``'s turn and take its shares; returns them."""
         with self._changed:
-            self._changed.wait_for(lambda: self.free >= shares)
-            self.free -= shares
+            self._changed.wait_for(lambda: self._turn(rank))
+            need = self._pending.pop(rank)
+            self.free -= need
+            self._changed.notify_all()  # a later table may fit now that this one left the queue
+            return need
 
     def give(self, shares: int) -> None:
         with self._changed:
@@ -92,20 +103,19 @@ def compact_tables(
         for table in tables:
             one(spark, table)
         return reports, errors
-    budget = _Budget(threads)
+    order = sorted(tables, key=lambda t: -shares.get(t, 1))  # stable: the given order among equals
+    budget = _Budget(threads, [max(1, min(threads, shares.get(t, 1))) for t in order])
     local = threading.local()
 
-    def in_pool(table: str) -> None:
+    def in_pool(rank: int) -> None:
         if not hasattr(local, "session"):
             local.session = spark.newSession()
-        taken = max(1, min(threads, shares.get(table, 1)))
-        budget.take(taken)
+        taken = budget.take(rank)
         try:
-            one(local.session, table)
+            one(local.session, order[rank])
         finally:
             budget.give(taken)
 
-    order = sorted(tables, key=lambda t: -shares.get(t, 1))  # stable: the given order among equals
     with ThreadPoolExecutor(max_workers=min(threads, len(tables)), thread_name_prefix="compact") as pool:
-        list(pool.map(in_pool, order))
+        list(pool.map(in_pool, range(len(order))))
     return reports, errors

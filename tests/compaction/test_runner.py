@@ -47,6 +47,38 @@ def test_the_tables_running_never_hold_more_than_the_budget_and_large_ones_run_b
     assert threading.current_thread().name not in threads_seen  # in the pool's sessions
 
 
+class SlowFirstSessions(Sessions):
+    """The first session made is the slowest: its thread reaches the budget last."""
+
+    def __init__(self) -> None:
+        self.made = 0
+        self.lock = threading.Lock()
+
+    def newSession(self) -> Sessions:
+        with self.lock:
+            self.made += 1
+            wait = 0.3 if self.made == 1 else 0.0
+        time.sleep(wait)
+        return Sessions()
+
+
+def test_the_budget_goes_in_the_tables_order_whatever_thread_gets_there_first():
+    shares = {"orders": 2, "lines": 3}
+    starts: list[str] = []
+    lock = threading.Lock()
+
+    def compact_one(session, table: str) -> dict:
+        with lock:
+            starts.append(table)
+        time.sleep(0.05)
+        return {"status": "committed"}
+
+    tables = ["customers", "orders", "products", "lines"]
+    compact_tables(SlowFirstSessions(), tables, compact_one, threads=4, shares=shares)
+    # the largest first, a small one beside it; the 2-share table waits for the 3-share one's shares
+    assert starts[0] == "lines" and starts.index("orders") > starts.index("customers")
+
+
 def test_one_table_or_one_thread_runs_in_the_calling_thread():
     names: list[str] = []
 
