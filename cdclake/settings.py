@@ -160,7 +160,7 @@ class Settings:
     driver_fold_rows: int = 5_000
     #: ... and up to this many when the native fold can take it (keys without key changes folded over
     #: Arrow and numpy in the driver, ``compaction/arrow_fold.py``): the bulk path, no Spark job per step.
-    driver_bulk_rows: int = 150_000
+    driver_bulk_rows: int = 200_000
     #: ... and at most this many uncompressed bytes of its events (their Parquet footers say), so wide rows
     #: do not slip under the count; each of ``compact_threads`` tables may hold its share at once. 192 MiB:
     #: 128k Kafka Connect events of about 1.5 KB (docs/decisions.md, "A share's bytes fit Kafka Connect events").
@@ -228,7 +228,7 @@ class Settings:
             compact_group_size=max(1, int(env.get("CDCLAKE_COMPACT_GROUP_SIZE", "200"))),
             compact_threads=max(1, int(env.get("CDCLAKE_COMPACT_THREADS", "4"))),
             driver_fold_rows=max(0, int(env.get("CDCLAKE_DRIVER_FOLD_ROWS", "5000"))),
-            driver_bulk_rows=max(0, int(env.get("CDCLAKE_DRIVER_BULK_ROWS", "150000"))),
+            driver_bulk_rows=max(0, int(env.get("CDCLAKE_DRIVER_BULK_ROWS", "200000"))),
             driver_bulk_bytes=max(0, int(env.get("CDCLAKE_DRIVER_BULK_BYTES", str(192 * 2**20)))),
             driver_decode_bytes=max(0, int(env.get("CDCLAKE_DRIVER_DECODE_BYTES", str(4 * 2**20)))),
             local_decode=env.get("CDCLAKE_LOCAL_DECODE", "1").strip().lower() not in ("0", "false", "no", "off"),

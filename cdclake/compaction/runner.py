@@ -12,6 +12,7 @@ reported with its error and the others go on, and a retry of the task skips what
 from __future__ import annotations
 
 import logging
+import math
 import sys
 import threading
 import time
@@ -66,7 +67,7 @@ def compact_tables(
     tables: list[str],
     compact_one: Callable[[Any, str], dict[str, Any]],
     threads: int = 4,
-    shares: Mapping[str, int] | None = None,
+    shares: Mapping[str, float] | None = None,
 ) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
     """``compact_one(session, table)`` for every table; returns (reports by table, errors by table).
 
@@ -104,7 +105,9 @@ def compact_tables(
             one(spark, table)
         return reports, errors
     order = sorted(tables, key=lambda t: -shares.get(t, 1))  # stable: the given order among equals
-    budget = _Budget(threads, [max(1, min(threads, shares.get(t, 1))) for t in order])
+    # in thousandths of a share: whole numbers, so shares given back add up to the budget exactly
+    needs = [math.ceil(round(1000 * max(1, min(threads, shares.get(t, 1))), 6)) for t in order]
+    budget = _Budget(threads * 1000, needs)
     local = threading.local()
 
     def in_pool(rank: int) -> None:

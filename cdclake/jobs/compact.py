@@ -64,15 +64,16 @@ def _refresh(spark, layout: dict[str, Any]) -> None:
             spark.catalog.refreshTable(table)
 
 
-def _shares(spark, batch_dir: Path, tables: list[str], threads: int) -> dict[str, int]:
+def _shares(spark, batch_dir: Path, tables: list[str], threads: int) -> dict[str, float]:
     """Tables too large for one table's share of the driver's bulk budget that fit the whole of it (``threads``
-    shares) -> the shares each takes while it is compacted, on the bulk path (docs/decisions.md, "A large table
-    takes the shares of the driver's bulk budget it needs")."""
+    shares) -> the shares each needs (a fraction: a table of 2.1 shares holds 2.1 of the budget, and its bulk
+    bound is 3 shares' worth) while it is compacted, on the bulk path (docs/decisions.md, "A large table takes
+    the shares of the driver's bulk budget it needs")."""
     shares = {}
     for table in tables:
         needed = bulk_shares(spark, batch_dir / "changelog", table, table_events(batch_dir, table))
         if needed is not None and 1 < needed <= threads:
-            shares[table] = math.ceil(needed)
+            shares[table] = needed
     return shares
 
 
@@ -108,7 +109,7 @@ def run(
     shares = _shares(spark, batch_dir, todo, threads)
 
     def compact_one(session, source_table: str) -> dict[str, Any]:
-        with whole_budget(shares.get(source_table, 1)):
+        with whole_budget(math.ceil(shares.get(source_table, 1))):
             return compact_table(
                 session, batch_dir, manifest.batch_id, source_table, layouts[source_table], buckets, full_refresh
             )

@@ -100,3 +100,25 @@ def test_a_failing_large_table_is_reported_and_gives_back_its_shares():
     reports, errors = compact_tables(Sessions(), ["a", "big", "b"], compact_one, threads=2, shares={"big": 2})
     assert errors == {"big": "RuntimeError: out of luck"}
     assert reports["a"]["status"] == reports["b"]["status"] == "committed" and reports["big"]["status"] == "failed"
+
+
+def test_a_table_holds_the_fraction_of_the_budget_it_needs():
+    running: set[str] = set()
+    together: list[set[str]] = []
+    lock = threading.Lock()
+
+    def compact_one(session, table: str) -> dict:
+        with lock:
+            running.add(table)
+            together.append(set(running))
+        time.sleep(0.1)
+        with lock:
+            running.discard(table)
+        return {"status": "committed"}
+
+    # 2.5 + 1.5 shares fit a budget of 4 (rounded up to 3 + 2 they would not); 2.5 + 2.5 do not
+    compact_tables(Sessions(), ["a", "b"], compact_one, threads=4, shares={"a": 2.5, "b": 1.5})
+    assert {"a", "b"} in together
+    together.clear()
+    compact_tables(Sessions(), ["a", "b"], compact_one, threads=4, shares={"a": 2.5, "b": 2.5})
+    assert all(len(seen) == 1 for seen in together)
