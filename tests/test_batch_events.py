@@ -8,7 +8,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cdclake.batch_events import _kind
+from cdclake.batch_events import _ROW_OPS, _kind, _only, _table_rows
 from cdclake.coltypes import kind_of
 from cdclake.events import value_text
 
@@ -66,3 +66,25 @@ def _sql_case_kind(text: str | None) -> str | None:
 def test_the_kind_of_any_text_is_the_sql_case_kind(texts) -> None:
     # texts no value writes (leading zeros, a lone or doubled minus, other scripts' digits, a trailing newline)
     assert _kind(pa.array(texts, pa.string())).to_pylist() == [_sql_case_kind(t) for t in texts]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["INSERT", "UPDATE", "DELETE", "SCHEMA", "TRUNCATE", None]), max_size=90))
+def test_only_keeps_the_events_of_the_ops_in_order(ops):
+    events = pa.table({"op": pa.array(ops, pa.string()), "at": pa.array(range(len(ops)), pa.int64())})
+    kept = _only(events, _ROW_OPS)
+    assert kept.to_pylist() == [r for r in events.to_pylist() if r["op"] in _ROW_OPS.to_pylist()]
+    if all(op in _ROW_OPS.to_pylist() for op in ops):
+        assert kept is events  # nothing dropped: no copy
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.sampled_from(["a", "b", "c", None]), min_size=1, max_size=40))
+def test_table_rows_name_every_row_once(names):
+    chunked = pa.chunked_array([pa.array(names[:3], pa.string()), pa.array(names[3:], pa.string())])
+    seen = []
+    for table, rows in _table_rows(chunked):
+        positions = list(range(len(names))) if rows is None else rows.tolist()
+        assert all(names[i] == table for i in positions)
+        seen += positions
+    assert sorted(seen) == list(range(len(names)))
