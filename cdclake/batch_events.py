@@ -486,7 +486,10 @@ class ChangelogWriter:
             self._empty = self._empty or (stamped, name)
             return
         body = stamped.drop_columns(["table"])
-        for table, rows in _table_rows(stamped["table"]):
+        split = list(_table_rows(stamped["table"]))
+        if len(split) > 1:  # a take from many chunks joins them all first, once per take: join them once
+            body = body.combine_chunks()
+        for table, rows in split:
             part = self.folder / f"table={self.escape(table)}"
             part.mkdir(exist_ok=True)
             self._writes.append(self._pool.submit(_write, body if rows is None else body.take(rows), part / name))

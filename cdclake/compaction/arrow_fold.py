@@ -323,7 +323,9 @@ def fold_driver(
     args = {"keys": keys, "columns": columns, "batch_id": batch_id, "buckets": buckets, "truncate_seq": truncate_seq}
     if not can_fold_arrow(rows, cmap):
         return fold_part(events, rows, cmap=cmap, markers=markers, **args)
-    # rows are picked by position, never by a filter of the whole batch: its image maps are most of its bytes
+    # rows are picked by position, never by a filter of the whole batch: its image maps are most of its bytes;
+    # and from one chunk (a take from many chunks joins them all first, once per take)
+    events = events.combine_chunks()
     moved = events.select(["_key", "_old_key"]).take(np.flatnonzero(_np(pc.is_valid(events["_old_key"]))))
     pairs = sorted(set(zip(moved["_key"].to_pylist(), moved["_old_key"].to_pylist(), strict=True)))
     linked = sorted(_component_homes(pairs, buckets)) if pairs else []

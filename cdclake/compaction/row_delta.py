@@ -19,12 +19,14 @@ from __future__ import annotations
 import io
 import json
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -196,6 +198,23 @@ def _file_locations(spark, table):
     return asked
 
 
+def _by_bucket(rows: pa.Table | None) -> Callable[[int], pa.Table]:
+    """``rows`` of a bucket, as slices of one copy sorted by bucket (a filter per bucket read every row's images
+    once per bucket: 16 filters of a 400k-event log append took twice the CPU of one sort)."""
+    if rows is None or not rows.num_rows:
+        return lambda bucket: rows.slice(0, 0) if rows is not None else None
+    codes = np.asarray(pc.fill_null(rows["_cdc_bucket"], -1).to_numpy(), np.int64)
+    order = np.argsort(codes, kind="stable")
+    grouped = rows.combine_chunks().take(order)
+    ordered = codes[order]
+
+    def part(bucket: int) -> pa.Table:
+        start, end = np.searchsorted(ordered, [bucket, bucket + 1])
+        return grouped.slice(int(start), int(end - start))
+
+    return part
+
+
 def _write_files(spark, table, rows: pa.Table | None, deletes: pa.Table | None, buckets: list[int]) -> list:
     """Per bucket, one Parquet data file of ``rows`` and, per data file that ``deletes`` point into, one
     position delete file (either may be None), written from the driver; returns (kind, Iceberg's
@@ -247,12 +266,15 @@ def _write_files(spark, table, rows: pa.Table | None, deletes: pa.Table | None, 
         )
         return kind, built
 
+    row_parts = _by_bucket(rows)
+    delete_parts = _by_bucket(deletes)
+
     def bucket_files(bucket: int) -> list:
         out = []
-        if rows is not None and (part := rows.filter(pc.equal(rows["_cdc_bucket"], bucket))).num_rows:
+        if rows is not None and (part := row_parts(bucket)).num_rows:
             out.append(written(bucket, "data", part))
         if deletes is not None:
-            part = _delete_table(deletes.filter(pc.equal(deletes["_cdc_bucket"], bucket)))
+            part = _delete_table(delete_parts(bucket))
             # one delete file per data file it deletes from, naming it (Iceberg's own writers' default
             # granularity): a reader applies it to that file alone
             for referenced in sorted(set(part["file_path"].to_pylist())):

@@ -12,7 +12,10 @@ from collections import Counter
 from decimal import Decimal
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cdclake.coltypes import quote_ident
 from cdclake.compaction.driver_read import read_buckets
@@ -23,6 +26,7 @@ from cdclake.compaction.row_delta import (
     LOCATED_COLUMNS,
     POSITION_COLUMNS,
     Located,
+    _by_bucket,
     append_rows,
     commit_overwrite,
     commit_row_delta,
@@ -365,3 +369,13 @@ def test_driver_files_are_placed_where_the_tables_location_provider_places_them(
     fresh = arrow_rows([with_meta(row(i), 2) for i in range(2, 12)])
     assert commit_overwrite(spark, table, _fresh_snapshot_id(spark, name), fresh, list(range(BUCKETS)), {})
     assert sorted(spark_rows(spark, name)) == list(range(2, 12))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.integers(0, 5)), max_size=40), st.integers(0, 40))
+def test_a_buckets_rows_are_its_rows_in_order(buckets, cut):
+    rows = pa.table({"_cdc_bucket": pa.array(buckets, pa.int32()), "at": pa.array(range(len(buckets)), pa.int64())})
+    chunked = pa.concat_tables([rows.slice(0, cut), rows.slice(cut)])  # as the fold's rows come: in chunks
+    part = _by_bucket(chunked)
+    for bucket in range(6):
+        assert part(bucket).to_pylist() == rows.filter(pc.equal(rows["_cdc_bucket"], bucket)).to_pylist()
