@@ -56,6 +56,12 @@ class _Budget:
             self._changed.notify_all()  # a later table may fit now that this one left the queue
             return need
 
+    def withdraw(self, rank: int) -> None:
+        """Table ``rank`` will not run: the tables after it stop waiting for its turn."""
+        with self._changed:
+            self._pending.pop(rank, None)
+            self._changed.notify_all()
+
     def give(self, shares: int) -> None:
         with self._changed:
             self.free += shares
@@ -112,7 +118,11 @@ def compact_tables(
 
     def in_pool(rank: int) -> None:
         if not hasattr(local, "session"):
-            local.session = spark.newSession()
+            try:
+                local.session = spark.newSession()
+            except BaseException:
+                budget.withdraw(rank)  # else the tables after it would wait for its turn forever
+                raise
         taken = budget.take(rank)
         try:
             one(local.session, order[rank])

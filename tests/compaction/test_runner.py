@@ -122,3 +122,36 @@ def test_a_table_holds_the_fraction_of_the_budget_it_needs():
     together.clear()
     compact_tables(Sessions(), ["a", "b"], compact_one, threads=4, shares={"a": 2.5, "b": 2.5})
     assert all(len(seen) == 1 for seen in together)
+
+
+class FailingSessions(Sessions):
+    """The first session made fails to start."""
+
+    def __init__(self) -> None:
+        self.made = 0
+        self.lock = threading.Lock()
+
+    def newSession(self) -> Sessions:
+        with self.lock:
+            self.made += 1
+            first = self.made == 1
+        if first:
+            raise RuntimeError("no session")
+        return Sessions()
+
+
+def test_a_session_that_fails_to_start_does_not_hold_up_the_other_tables():
+    outcome: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            compact_tables(FailingSessions(), ["a", "b", "c"], lambda _, table: {"status": "committed"}, threads=2)
+            outcome.append(None)
+        except BaseException as exc:  # the session's error reaches the caller
+            outcome.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(timeout=10)
+    assert not thread.is_alive()  # no table waits forever on the failed one's place in the queue
+    assert isinstance(outcome[0], RuntimeError)
