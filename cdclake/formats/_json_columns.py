@@ -15,17 +15,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from msgspec import UNSET, Raw, UnsetType
 
-from cdclake.arrow_text import holding
+from cdclake.arrow_text import holding, text_buffers
 from cdclake.event_arrow import DECODED_FILE_SCHEMA
 from cdclake.events import value_text
 from cdclake.formats._connect_decimals import with_connect_decimals
 from cdclake.formats._json import _unique_object
+from cdclake.formats._json_shapes import JsonShapes, json_shapes
 from cdclake.limits import MAX_JSON_DEPTH, MAX_RECORD_BYTES
 
 #: A span is cut at the first record start after this many bytes (bounds the memory of one span's records).
 SPAN_BYTES = 4 << 20
-
-_LITERALS = pa.array(["true", "false", "null"])
 
 
 def spans(data: bytes) -> Iterator[tuple[int, int]]:
@@ -54,17 +53,9 @@ def span_end(data: bytes, start: int) -> int:
 
 
 def respelt(texts: pa.Array) -> pa.BooleanArray:
-    """Which JSON texts (valid JSON: msgspec checked them) the builder would spell otherwise: escapes in a
-    string (only strings hold a backslash), nested values, and numbers ``Decimal`` or ``int`` write another
-    way (an exponent; ``-0``; a decimal below 1e-6, ``0.0000001`` is ``1E-7``: every one of them starts with
-    six zeros after the point, a few that do not respell are flagged too). Simple kernels, not a regular
-    expression: a regular expression's set-up per value cost more than the rest of the column."""
-    literal_or_string = pc.or_(pc.starts_with(texts, '"'), pc.is_in(texts, _LITERALS))
-    exponent = pc.and_not(pc.or_(holding(texts, b"e"), holding(texts, b"E")), literal_or_string)
-    odd = pc.or_(holding(texts, b"\\"), exponent)
-    for prefix in ("{", "[", "0.000000", "-0.000000"):
-        odd = pc.or_(odd, pc.starts_with(texts, prefix))
-    return pc.or_(odd, pc.equal(texts, "-0"))
+    """Which JSON texts (valid JSON: msgspec checked them) the builder would spell otherwise
+    (:func:`._json_shapes.json_shapes`' ``spelt``)."""
+    return pa.array(json_shapes(texts).spelt)
 
 
 def raw_texts(raws: list) -> pa.Array | None:
@@ -181,7 +172,6 @@ _DAY_US = 86_400_000_000
 #: as Python's ``isoformat`` does (four digits).
 _MIN_US, _MAX_US = -30_610_224_000_000_000, 253_402_300_799_999_999
 _KIND_OF_KEPT = {(int,): INT, (int, Decimal): FLOAT, (bool,): BOOL, (str,): STR}
-_INTEGER = r"^-?(?:0|[1-9][0-9]*)$"
 #: What a converter gives for a value the reference drops from its image, or refuses (it words why).
 DROPPED, REFUSED = object(), object()
 
@@ -191,28 +181,25 @@ def kind_of_kept(kept: tuple[type, ...]) -> int:
     return _KIND_OF_KEPT.get(kept, CONVERT)
 
 
-def judged_slow(texts: pa.Array, kinds: np.ndarray, probes: tuple[bytes, ...] | None) -> tuple[np.ndarray, np.ndarray]:
+def judged_slow(
+    texts: pa.Array, kinds: np.ndarray, probes: tuple[bytes, ...] | None, shapes: JsonShapes | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Which values must be converted one at a time, and which of those hold one of ``probes`` (the texts of
-    a value the reference drops: the converter gets to see it)."""
-
-    def flags(array: pa.Array) -> np.ndarray:
-        return np.asarray(pc.fill_null(array, False).to_numpy(zero_copy_only=False), bool)
-
-    null = flags(pc.equal(texts, "null"))
-    spelt = flags(respelt(texts))  # escapes, nested values, numbers written another way
-    string = flags(pc.starts_with(texts, '"'))
-    boolean = flags(pc.is_in(texts, pa.array(["true", "false"])))
-    number = ~string & ~boolean & ~null & ~spelt
-    fast = null.copy()
-    fast |= (kinds == UNNAMED) & ~spelt
-    fast |= (kinds == INT) & flags(pc.match_substring_regex(texts, _INTEGER)) & ~spelt
-    fast |= (kinds == FLOAT) & number
-    fast |= (kinds == BOOL) & boolean
-    fast |= (kinds == STR) & string & ~spelt
-    fast |= (kinds == TEXT_DECIMAL) & number
+    a value the reference drops: the converter gets to see it). ``shapes``: the texts' (:func:`json_shapes`)."""
+    shape = json_shapes(texts) if shapes is None else shapes
+    fast = shape.null.copy()
+    fast |= (kinds == UNNAMED) & ~shape.spelt
+    fast |= (kinds == INT) & shape.integer
+    fast |= (kinds == FLOAT) & shape.number
+    fast |= (kinds == BOOL) & shape.boolean
+    fast |= (kinds == STR) & shape.string & ~shape.spelt
+    fast |= (kinds == TEXT_DECIMAL) & shape.number
     probed = np.zeros(len(kinds), bool)
     for probe in probes or ():
-        probed |= flags(holding(texts, probe))
+        if probe == b"\\":
+            probed |= shape.backslash
+        else:
+            probed |= np.asarray(holding(texts, probe).to_numpy(zero_copy_only=False), bool)
     return ~fast | probed, probed
 
 
@@ -223,6 +210,7 @@ def image_array(
     probes: tuple[bytes, ...] | None,
     unavailable: list[list[str]] | None,
     type_: pa.DataType,
+    dropped_text: str | None = None,
 ) -> tuple[pa.MapArray, list] | None:
     """One ``map<string,string>`` column of the records' images (each a dict of ``Raw`` JSON texts) as the
     builder writes it, and each image's column names as kept; None: a value the reference refuses or text
@@ -230,6 +218,8 @@ def image_array(
 
     ``kinds``: per record, its columns' kinds. ``convert(record, column, text, probed)``: the reference's
     value as JSON text, :data:`DROPPED` (listed in ``unavailable[record]``) or :data:`REFUSED`.
+    ``dropped_text``: a JSON text ``convert`` drops wherever it is a whole value and holds a probe (Debezium's
+    unavailable-value placeholder): dropped here, without a call per value (a tenth of a bench image's values).
     """
     names: list[str] = []
     raws: list[Any] = []
@@ -253,27 +243,40 @@ def image_array(
     if texts is None:
         return None
     kinds_of = np.array(flat_kinds, np.int8)
-    slow, probed = judged_slow(texts, kinds_of, probes)
-    texts = _with_epoch_texts(texts, kinds_of, slow, probed)  # these three clear ``slow`` where they convert
+    shapes = json_shapes(texts)
+    slow, probed = judged_slow(texts, kinds_of, probes, shapes)
+    # these three clear ``slow`` where they convert
+    texts = _with_epoch_texts(texts, kinds_of, slow, probed, shapes.integer)
     texts = _with_decimal_texts(texts, kinds_of, slow, probed)
     texts = with_connect_decimals(texts, kinds_of, slow, probed)
     dropped = np.zeros(len(raws), bool)
+    if dropped_text is not None and probed.any():
+        dropped = np.asarray(pc.equal(texts, dropped_text).to_numpy(zero_copy_only=False), bool) & probed
+        slow &= ~dropped
+        for index in np.flatnonzero(dropped).tolist():
+            unavailable[int(owners[index])].append(names[index])  # type: ignore[index]
     if slow.any():
-        fixed = texts.to_pylist()
-        probed_at = probed.tolist()
-        for index in np.flatnonzero(slow).tolist():
-            owner = int(owners[index])
-            value = convert(owner, names[index], fixed[index], probed_at[index])
+        # only the slow values go through Python (a few percent of them: the rest stay in Arrow)
+        at = np.flatnonzero(slow)
+        slow_texts = texts.take(pa.array(at)).to_pylist()
+        replaced: list[int] = []
+        replacements: list[Any] = []
+        slow_values = zip(at.tolist(), owners[at].tolist(), slow_texts, probed[at].tolist(), strict=True)
+        for index, owner, text, probe in slow_values:
+            value = convert(owner, names[index], text, probe)
             if value is DROPPED:
                 dropped[index] = True
                 unavailable[owner].append(names[index])  # type: ignore[index]
             elif value is REFUSED:
                 return None
             else:
-                fixed[index] = value
-        values = pa.array(fixed, pa.string())
-    else:
-        values = texts.cast(pa.string())
+                replaced.append(index)
+                replacements.append(value)
+        if replaced:
+            mask = np.zeros(len(raws), bool)
+            mask[replaced] = True
+            texts = pc.replace_with_mask(texts, pa.array(mask), pa.array(replacements, texts.type))
+    values = texts.cast(pa.string())
     kept = [None if r is None else list(r) for r in images]
     if dropped.any():
         for index in np.flatnonzero(dropped).tolist():
@@ -334,20 +337,19 @@ def reference_converter(value_of: Callable[[int, str, Any], Any]) -> Callable[[i
     return convert
 
 
-def _with_epoch_texts(texts: pa.Array, kinds: np.ndarray, slow: np.ndarray, probed: np.ndarray) -> pa.Array:
+def _with_epoch_texts(
+    texts: pa.Array, kinds: np.ndarray, slow: np.ndarray, probed: np.ndarray, integer: np.ndarray
+) -> pa.Array:
     """``texts`` with each integer date or timestamp (``DATE_DAYS``, ``TS_*``: a JSON integer of the years
     1000-9999, not probed) replaced by its converted JSON text, as the reference's ``date_from_days`` /
-    ``timestamp_from_epoch`` and the builder spell it; those are no longer ``slow``."""
+    ``timestamp_from_epoch`` and the builder spell it; those are no longer ``slow``. ``integer``: which texts are
+    JSON integers (:func:`json_shapes`)."""
     candidates = np.flatnonzero((kinds >= DATE_DAYS) & (kinds <= TS_NANOS) & ~probed)
     if not len(candidates):
         return texts
     chosen = texts.take(pa.array(candidates))
-    integral = np.asarray(
-        pc.fill_null(
-            pc.and_(pc.match_substring_regex(chosen, _INTEGER), pc.less_equal(pc.utf8_length(chosen), 16)), False
-        ).to_numpy(zero_copy_only=False),
-        bool,
-    )
+    offsets, _ = text_buffers(chosen)
+    integral = integer[candidates] & (np.diff(offsets) <= 16)
     numbers = np.zeros(len(candidates), np.int64)
     numbers[integral] = pc.cast(chosen.filter(pa.array(integral)), pa.int64()).to_numpy()
     kind = kinds[candidates]

@@ -31,6 +31,7 @@ What makes it exact (the same record batch as the reference and the builder, hel
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -210,6 +211,7 @@ def _batch(
                 decoder._placeholder_probes,
                 unavailable,
                 DECODED_FILE_SCHEMA.field(name).type,
+                _dropped_text(decoder),
             )
             if image is None:
                 return None
@@ -281,6 +283,15 @@ def _announced(
     order = np.argsort(np.concatenate((np.arange(batch.num_rows) * 2 + 1, np.array(at) * 2)), kind="stable")
     both = pa.Table.from_batches([batch, rows]).combine_chunks()
     return both.take(pa.array(order)).to_batches()[0]
+
+
+def _dropped_text(decoder: DebeziumJsonDecoder) -> str | None:
+    """The placeholder's JSON text where it has no escape (``_converted`` drops that text in any column)."""
+    placeholder = decoder.placeholder
+    if placeholder is None:
+        return None
+    text = json.dumps(placeholder, ensure_ascii=False)
+    return None if "\\" in text else text
 
 
 def _converter(decoder: DebeziumJsonDecoder, image: str, plans: list[_Plan]):
