@@ -285,9 +285,8 @@ def _value_texts(raws: list[Raw]) -> pa.StringArray | None:
     odd = np.flatnonzero(respelt(texts).to_numpy(zero_copy_only=False))
     if not len(odd):
         return texts.cast(pa.string())
-    fixed = texts.to_pylist()
-    for index in odd.tolist():
-        text = fixed[index]
+    fixed = []
+    for text in texts.take(pa.array(odd)).to_pylist():  # only these go through Python
         if text[:1] in ("{", "["):
             return None
         try:
@@ -299,5 +298,7 @@ def _value_texts(raws: list[Raw]) -> pa.StringArray | None:
                 value.encode("utf-8")
             except UnicodeEncodeError:  # a lone surrogate (``\\ud800``): the builder's escape rule applies
                 return None
-        fixed[index] = value_text(value)
-    return pa.array(fixed, pa.string())
+        fixed.append(value_text(value))
+    mask = np.zeros(len(texts), bool)
+    mask[odd] = True
+    return pc.replace_with_mask(texts, pa.array(mask), pa.array(fixed, texts.type)).cast(pa.string())
