@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 from cdclake.arrow_text import first_bytes, holding, text_buffers
 from cdclake.coltypes import DECIMAL_INTEGER
 from cdclake.events import EVENT_SCHEMA, ROW_OPS
-from cdclake.parquet_stats import dictionary_columns, statistics_columns
+from cdclake.parquet_stats import INTERMEDIATE_COMPRESSION, dictionary_columns, statistics_columns
 
 #: Column of the change log written per batch (the batch id), after the event columns.
 BATCH_COLUMN = "_batch"
@@ -480,7 +480,7 @@ class ChangelogWriter:
         """Start writing ``events`` (the previous chunk's writes end first)."""
         self.wait()
         stamped = events.append_column(BATCH_COLUMN, pa.array([self.batch_id] * events.num_rows, pa.string()))
-        name = f"part-{self._chunks:05d}-{uuid.uuid4()}.c000.snappy.parquet"
+        name = f"part-{self._chunks:05d}-{uuid.uuid4()}.c000.lz4raw.parquet"
         self._chunks += 1
         if not stamped.num_rows:
             self._empty = self._empty or (stamped, name)
@@ -525,7 +525,7 @@ def _write(table: pa.Table, path: Path) -> None:
     pq.write_table(
         table,
         temp,
-        compression="snappy",
+        compression=INTERMEDIATE_COMPRESSION,
         write_statistics=statistics_columns(table.schema),
         use_dictionary=dictionary_columns(table.schema),
     )

@@ -128,6 +128,7 @@ def _output_alone(gen: Generated, files: list[Path]) -> float:
 
     from cdclake.event_arrow import DECODED_FILE_SCHEMA, DecodedBuilder
     from cdclake.events import ChangeEvent, Source
+    from cdclake.parquet_stats import INTERMEDIATE_COMPRESSION
 
     decoder = get_decoder(gen.format_id, Options(gen.options))
     events = [e for p in files for e in decoder.decode(p.read_bytes(), p.name) if isinstance(e, ChangeEvent)]
@@ -136,7 +137,8 @@ def _output_alone(gen: Generated, files: list[Path]) -> float:
     with tempfile.TemporaryDirectory(prefix="cdclake-output-") as out:
         started = time.perf_counter()
         builder = DecodedBuilder(decode.MAX_RAW_BYTES)
-        with pq.ParquetWriter(f"{out}/part.parquet", DECODED_FILE_SCHEMA, compression="snappy") as writer:
+        path, compression = f"{out}/part.parquet", INTERMEDIATE_COMPRESSION
+        with pq.ParquetWriter(path, DECODED_FILE_SCHEMA, compression=compression) as writer:
             for e in events:
                 copy = ChangeEvent(
                     e.table,

@@ -32,7 +32,7 @@ from cdclake.formats._avro_binary import OCF_MAGIC, SYNC_SIZE, Malformed, read_v
 from cdclake.formats._gg_avro import codec_problem, ocf_header
 from cdclake.jobs.decode_processes import run_tasks
 from cdclake.options import Options
-from cdclake.parquet_stats import dictionary_columns, statistics_columns
+from cdclake.parquet_stats import INTERMEDIATE_COMPRESSION, dictionary_columns, statistics_columns
 from cdclake.reading import GZIP_MAGIC, LandingFileError, read_landing_bytes
 from cdclake.registry import get_decoder
 from cdclake.settings import Settings
@@ -168,7 +168,7 @@ def decode_to_files(
             writers[kind] = pq.ParquetWriter(
                 str(temps[kind]),
                 DECODED_FILE_SCHEMA,
-                compression="snappy",
+                compression=INTERMEDIATE_COMPRESSION,
                 write_statistics=statistics_columns(DECODED_FILE_SCHEMA),
                 use_dictionary=dictionary_columns(DECODED_FILE_SCHEMA),
             )
