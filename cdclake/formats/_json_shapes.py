@@ -3,7 +3,7 @@ would spell it otherwise, read from the column's bytes in one pass.
 
 Why: the columnar fast paths judge every image value this way. As Arrow kernels (``equal``, ``starts_with``,
 ``is_in``, ``match_substring`` per needle, a regular expression for integers) that was about fifteen passes and
-a third of a Debezium image column's build. The texts are valid JSON values (msgspec read them), so a value's
+about a quarter of a Debezium image column's build. The texts are valid JSON values (msgspec read them), so a value's
 first byte says what it is, and one lookup over the bytes finds the backslashes, exponents and decimal points.
 """
 
