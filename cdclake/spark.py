@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from cdclake._allocator import ALLOCATOR_ENV
 from cdclake.settings import CATALOG_NAME, CatalogSettings, is_s3, warehouse_location
 
 
@@ -64,8 +65,11 @@ def s3_conf(catalog: CatalogSettings) -> dict[str, str]:
 
 
 def session_conf() -> dict[str, str]:
-    """Settings that make output exact and start-up cheap."""
+    """Settings that make output exact and start-up cheap; executors' Python workers get this process's
+    allocator settings (``cdclake._allocator``: they may load pyarrow before cdclake)."""
+    executor_env = {f"spark.executorEnv.{name}": os.environ.get(name, value) for name, value in ALLOCATOR_ENV.items()}
     return {
+        **executor_env,
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
         "spark.sql.shuffle.partitions": os.environ.get("CDCLAKE_SHUFFLE_PARTITIONS", "8"),
