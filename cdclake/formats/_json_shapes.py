@@ -4,7 +4,8 @@ would spell it otherwise, read from the column's bytes in one pass.
 Why: the columnar fast paths judge every image value this way. As Arrow kernels (``equal``, ``starts_with``,
 ``is_in``, ``match_substring`` per needle, a regular expression for integers) that was about fifteen passes and
 about a quarter of a Debezium image column's build. The texts are valid JSON values (msgspec read them), so a value's
-first byte says what it is, and one lookup over the bytes finds the backslashes, exponents and decimal points.
+first byte says what it is, one comparison over the bytes finds the backslashes, and exponents and decimal
+points are looked for in the numbers' bytes alone.
 """
 
 from __future__ import annotations

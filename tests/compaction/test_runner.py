@@ -47,19 +47,29 @@ def test_the_tables_running_never_hold_more_than_the_budget_and_large_ones_run_b
     assert threading.current_thread().name not in threads_seen  # in the pool's sessions
 
 
-class SlowFirstSessions(Sessions):
-    """The first session made is the slowest: its thread reaches the budget last."""
+class FirstSessionDiffers(Sessions):
+    """Counts the sessions made (threads make them at once); the first one goes through :meth:`first`."""
 
     def __init__(self) -> None:
         self.made = 0
         self.lock = threading.Lock()
 
+    def first(self) -> None: ...
+
     def newSession(self) -> Sessions:
         with self.lock:
             self.made += 1
-            wait = 0.3 if self.made == 1 else 0.0
-        time.sleep(wait)
+            is_first = self.made == 1
+        if is_first:
+            self.first()
         return Sessions()
+
+
+class SlowFirstSessions(FirstSessionDiffers):
+    """The first session made is the slowest: its thread reaches the budget last."""
+
+    def first(self) -> None:
+        time.sleep(0.3)
 
 
 def test_the_budget_goes_in_the_tables_order_whatever_thread_gets_there_first():
@@ -124,20 +134,11 @@ def test_a_table_holds_the_fraction_of_the_budget_it_needs():
     assert all(len(seen) == 1 for seen in together)
 
 
-class FailingSessions(Sessions):
+class FailingSessions(FirstSessionDiffers):
     """The first session made fails to start."""
 
-    def __init__(self) -> None:
-        self.made = 0
-        self.lock = threading.Lock()
-
-    def newSession(self) -> Sessions:
-        with self.lock:
-            self.made += 1
-            first = self.made == 1
-        if first:
-            raise RuntimeError("no session")
-        return Sessions()
+    def first(self) -> None:
+        raise RuntimeError("no session")
 
 
 def test_a_session_that_fails_to_start_does_not_hold_up_the_other_tables():
