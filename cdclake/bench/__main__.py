@@ -353,10 +353,10 @@ def _naive(spark, gens, tables, expected, results: dict[str, Any], args: argpars
     from cdclake.bench.compare import canonical, compare_tables, diff
     from cdclake.bench.generate import PLAIN_KINDS
     from cdclake.bench.naive import NAIVE_FORMATS, run_naive
-    from cdclake.bench.stages import namespace_of
+    from cdclake.bench.stages import namespace_of, settle_disk
 
     for fmt in [f for f in args.formats if f in NAIVE_FORMATS]:
-        log(f"{fmt}: naive job")
+        log(f"{fmt}: naive job (after {settle_disk():.1f} s of write-back)")
         names, seconds = run_naive(spark, fmt, gens[fmt].files, list(tables.values()), namespace_of(fmt, "naive"))
         kinds = PLAIN_KINDS[fmt]
         entry: dict[str, Any] = {"seconds": seconds, "compared_kinds": sorted(kinds)}
