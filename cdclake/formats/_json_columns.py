@@ -227,9 +227,15 @@ def image_array(
     # per kinds dict, the last record's column names and their kinds: the records of one schema list the same
     # columns in the same order, so a list comparison stands in for a lookup per value
     last: dict[int, tuple[list[str], list[int]]] = {}
+    # each image's column names (None: no image) and value count, gathered in the one pass over the images
+    kept: list[list[str] | None] = []
+    counts: list[int] = []
+    missing: list[int] = []
     for record, kind in zip(images, kinds, strict=True):
         if record:
             columns = list(record)
+            kept.append(columns)
+            counts.append(len(columns))
             names.extend(columns)
             raws.extend(record.values())
             seen = last.get(id(kind))
@@ -237,7 +243,12 @@ def image_array(
                 get = kind.get
                 seen = last[id(kind)] = (columns, [get(name, UNNAMED) for name in columns])
             flat_kinds.extend(seen[1])
-    sizes = np.fromiter((0 if r is None else len(r) for r in images), np.int64, len(images))
+        else:
+            if record is None:
+                missing.append(len(kept))
+            kept.append(None if record is None else [])
+            counts.append(0)
+    sizes = np.array(counts, np.int64)
     owners = np.repeat(np.arange(len(images)), sizes)
     texts = raw_texts(raws)
     if texts is None:
@@ -277,7 +288,6 @@ def image_array(
             mask[replaced] = True
             texts = pc.replace_with_mask(texts, pa.array(mask), pa.array(replacements, texts.type))
     values = texts.cast(pa.string())
-    kept = [None if r is None else list(r) for r in images]
     if dropped.any():
         for index in np.flatnonzero(dropped).tolist():
             kept[int(owners[index])].remove(names[index])  # type: ignore[union-attr]
@@ -287,12 +297,14 @@ def image_array(
         sizes = np.bincount(owners[keep], minlength=len(images))
     offsets = np.zeros(len(images) + 1, np.int32)
     np.cumsum(sizes, out=offsets[1:])
+    absent = np.zeros(len(images), bool)
+    absent[missing] = True
     array = pa.MapArray.from_arrays(
         pa.array(offsets),
         pa.array(names, pa.string()),
         values,
         type=type_,
-        mask=pa.array([r is None for r in images], pa.bool_()),
+        mask=pa.array(absent),
     )
     return array, kept
 
