@@ -1,7 +1,9 @@
-"""Reading landing files: gzip detection and size limits.
+"""Reading landing files and their staged copies: gzip detection and size limits.
 
 Every reader accepts gzip-compressed files (DESIGN.md section 2). The gzip
 magic number decides, not the file name, because landing zones rename files.
+A staged copy is a seekable zstd file (:mod:`cdclake.seekable_zstd`) named with :data:`STAGED_SUFFIX`,
+which staging adds to every name it writes: a batch staged before that holds plain copies, read as they are.
 """
 
 from __future__ import annotations
@@ -13,9 +15,12 @@ import zlib
 from pathlib import Path
 from typing import IO
 
+from cdclake import seekable_zstd
 from cdclake.limits import MAX_FILE_BYTES
 
 GZIP_MAGIC = b"\x1f\x8b"
+#: The name ending of a staged copy in the seekable zstd format (staging appends it to the landing name).
+STAGED_SUFFIX = ".staged.zst"
 #: Read (and decompress) in pieces of this size.
 _CHUNK = 16 * 1024**2
 
@@ -66,3 +71,34 @@ def _read_capped(handle: IO[bytes], max_bytes: int) -> bytes:
             break
         out.write(chunk)
     return out.getvalue()
+
+
+def open_staged(path: str | Path) -> IO[bytes] | seekable_zstd.Reader:
+    """A staged copy opened for ``read`` / ``seek`` / ``tell`` over the landing file's bytes."""
+    return seekable_zstd.Reader(path) if str(path).endswith(STAGED_SUFFIX) else open(path, "rb")
+
+
+def content_size(handle: IO[bytes] | seekable_zstd.Reader) -> int:
+    """The landing file's size, of a staged copy opened by :func:`open_staged`."""
+    return handle.size if isinstance(handle, seekable_zstd.Reader) else os.fstat(handle.fileno()).st_size
+
+
+def staged_size(path: str | Path) -> int:
+    """The landing file's size, from its staged copy."""
+    with open_staged(path) as handle:
+        return content_size(handle)
+
+
+def read_staged_raw(path: str | Path, max_bytes: int = MAX_FILE_BYTES) -> bytes:
+    """The landing file's bytes as they landed (not gunzipped), from its staged copy."""
+    with open_staged(path) as handle:
+        if content_size(handle) > max_bytes:
+            raise LandingFileError(f"{path}: file is larger than the limit of {max_bytes} bytes")
+        return handle.read()
+
+
+def read_staged_bytes(path: str | Path, max_bytes: int = MAX_FILE_BYTES) -> bytes:
+    """The decompressed content of a landing file, from its staged copy (:func:`read_landing_bytes`' rules)."""
+    if not str(path).endswith(STAGED_SUFFIX):
+        return read_landing_bytes(path, max_bytes)
+    return maybe_gunzip(read_staged_raw(path, max_bytes), str(path), max_bytes)

@@ -220,7 +220,7 @@ def frame_records(plan: Plan, manifest: Manifest, records: list[Record], staged:
     """Decode rejects -> landing files of ``manifest.format`` (see the module docstring); ``staged``:
     landing file name -> staged copy (:func:`staged_files`)."""
     from cdclake.options import Options
-    from cdclake.reading import read_landing_bytes
+    from cdclake.reading import read_staged_bytes, read_staged_raw
     from cdclake.registry import get_decoder
 
     decoder = get_decoder(manifest.format, Options(dict(manifest.options)))
@@ -235,9 +235,12 @@ def frame_records(plan: Plan, manifest: Manifest, records: list[Record], staged:
         needed = manifest.format in AVRO_FORMATS or manifest.format == "datahub-tuple"
         needed = needed or any(not r.source_offset for r in recs)
         if needed and path and Path(path).is_file():
-            stored = Path(path).read_bytes()
             try:
-                content = read_landing_bytes(path)
+                stored = read_staged_raw(path)
+            except (OSError, ValueError):  # a staged copy that does not read whole: nothing stored to replay
+                stored = None
+            try:
+                content = read_staged_bytes(path)
             except Exception:  # unreadable (e.g. corrupt gzip): the stored bytes are the record
                 content = None
         parts: list[Record] = []

@@ -10,7 +10,9 @@ the process dies), in this order:
 2. List complete objects modified before ``interval_end``. In one ``BEGIN IMMEDIATE`` transaction claim the
    unclaimed ones; objects owned by another batch are skipped (unless that batch is *abandoned*, below).
 3. Copy every object this batch owns -- including claims of an earlier, crashed attempt -- to a temp file
-   (hashing it) and rename it into ``<batch>/files/``; then record its sha256 and size on the claim.
+   (hashing it) and rename it into ``<batch>/files/``; then record its sha256 and size on the claim. A copy is
+   compressed in zstd's seekable format (``<name>.staged.zst``, :mod:`cdclake.seekable_zstd`): 15-33x smaller for
+   CDC JSON, decode still reads any piece of it by offset, and ``zstd -d`` reads it back.
 4. Write the manifest from the claims (atomic rename), then mark the batch ``sealed`` in the ledger.
 
 Why claim before copy: a concurrent run cannot claim the same object (the primary key and the serialised
@@ -42,7 +44,6 @@ import fcntl
 import hashlib
 import logging
 import os
-import shutil
 import sqlite3
 import tempfile
 import time
@@ -54,8 +55,10 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
+from cdclake import seekable_zstd
 from cdclake.batch import Manifest, StagedFile, read_manifest, safe_batch_id, write_json_atomic
 from cdclake.faults import fault_point
+from cdclake.reading import STAGED_SUFFIX, open_staged
 
 log = logging.getLogger(__name__)
 
@@ -476,20 +479,16 @@ def _claim(conn: sqlite3.Connection, staging_root: Path, batch_id: str, candidat
 # --------------------------------------------------------------------------- copying
 
 
-def _copy(chunks: Iterable[bytes], dest: Path, expect_sha: str | None = None) -> tuple[int, str]:
-    """Stream into a temp file next to ``dest`` while hashing, then rename: ``dest`` is whole or absent."""
+def _copy(chunks: Iterable[bytes], dest: Path, expect_sha: str | None = None, workers: int = 2) -> tuple[int, str]:
+    """Stream into a temp file next to ``dest`` in the seekable zstd format (``seekable_zstd``) while hashing,
+    then rename: ``dest`` is whole or absent. Returns the landing file's size and sha256."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".staging", dir=dest.parent)
     try:
-        digest, size = hashlib.sha256(), 0
         with os.fdopen(fd, "wb") as out:
-            for chunk in chunks:
-                digest.update(chunk)
-                size += len(chunk)
-                out.write(chunk)
+            size, sha = seekable_zstd.write(chunks, out, workers)
             out.flush()
             os.fsync(out.fileno())
-        sha = digest.hexdigest()
         if expect_sha is not None and sha != expect_sha:
             raise _Gone(str(dest))  # the local file changed since it was hashed and claimed
         os.replace(tmp, dest)
@@ -497,6 +496,24 @@ def _copy(chunks: Iterable[bytes], dest: Path, expect_sha: str | None = None) ->
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+
+
+def staged_path(files_dir: Path, name: str) -> Path:
+    """Where a landing file's staged copy goes: its safe relative name, with :data:`STAGED_SUFFIX`."""
+    relative = safe_relative(name)
+    return files_dir / relative.with_name(relative.name + STAGED_SUFFIX)
+
+
+def _staged_sha256(path: Path) -> str | None:
+    """The sha256 of the landing bytes a staged copy holds (None: it does not read whole)."""
+    digest = hashlib.sha256()
+    try:
+        with open_staged(path) as handle:
+            while chunk := handle.read(_CHUNK):
+                digest.update(chunk)
+    except OSError:
+        return None
+    return digest.hexdigest()
 
 
 def _fetch_claims(
@@ -508,9 +525,9 @@ def _fetch_claims(
         if claim.rejected:
             rejected.append({"key": claim.key, "reason": claim.rejected})
             continue
-        dest = files_dir / safe_relative(claim.name)
+        dest = staged_path(files_dir, claim.name)
         etag = claim.version if source.etags else None
-        if claim.sha256 and dest.is_file() and dest.stat().st_size == claim.size and sha256_of(dest) == claim.sha256:
+        if claim.sha256 and dest.is_file() and _staged_sha256(dest) == claim.sha256:
             staged.append(StagedFile(claim.name, str(dest), claim.size, claim.sha256, etag))  # copied before a crash
             continue
         try:
@@ -595,10 +612,10 @@ def stage_files(paths: list[str | Path], staging_root: str | Path, manifest: Man
     def staged(item: tuple[int, str | Path]) -> StagedFile:
         index, path = item
         src = Path(path)
-        dest = batch_dir / "files" / f"{index:05d}-{src.name}"
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(src, dest)
-        return StagedFile(name=str(path), path=str(dest), size=dest.stat().st_size, sha256=sha256_of(dest))
+        dest = staged_path(batch_dir / "files", f"{index:05d}-{src.name}")
+        with open(src, "rb") as handle:
+            size, sha = _copy(iter(lambda: handle.read(_CHUNK), b""), dest, workers=1)
+        return StagedFile(name=str(path), path=str(dest), size=size, sha256=sha)
 
     with ThreadPoolExecutor(max_workers=COPY_THREADS) as pool:  # in order; copies side by side
         manifest.files = list(pool.map(staged, enumerate(paths)))

@@ -3,6 +3,7 @@ rejection and the intended op mix, and the bare-parse loop counts the records th
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections import Counter
 from pathlib import Path
@@ -80,6 +81,48 @@ def test_a_file_cut_into_pieces_decodes_like_the_whole_file(generated, format_id
     whole = rows(decode_files(format_id, gen.options, [("f", path)]))
     cut = rows(decode_files(format_id, gen.options, [("f", path, start, end) for start, end in pieces]))
     assert cut == whole and all(kind == "event" for kind, *_ in whole)
+
+
+@pytest.mark.parametrize("format_id", SPLIT_FORMATS + OCF_FORMATS)
+def test_a_staged_copy_is_cut_and_read_like_its_landing_file(generated, format_id, tmp_path: Path):
+    from cdclake import seekable_zstd
+    from cdclake.reading import STAGED_SUFFIX
+
+    gen = generated[0][format_id]
+    path = max(gen.files, key=lambda p: p.stat().st_size)
+    staged = tmp_path / ("f" + STAGED_SUFFIX)
+    with open(staged, "wb") as out:
+        seekable_zstd.write([path.read_bytes()], out)
+    assert staged.stat().st_size < path.stat().st_size
+    starts, piece = piece_test(format_id, gen.options), path.stat().st_size // 7
+    pieces = file_pieces(str(staged), starts, piece_bytes=piece)
+    assert len(pieces) >= 5 and pieces == file_pieces(str(path), starts, piece_bytes=piece)
+
+    def rows(items):
+        return [(r["kind"], r["op"], r["seq"], r["source_offset"], r["after"]) for r in items]
+
+    cut = rows(decode_files(format_id, gen.options, [("f", str(staged), start, end) for start, end in pieces]))
+    assert cut == rows(decode_files(format_id, gen.options, [("f", str(path), start, end) for start, end in pieces]))
+    assert rows(decode_files(format_id, gen.options, [("f", str(staged))])) == rows(
+        decode_files(format_id, gen.options, [("f", str(path))])
+    )
+
+
+@pytest.mark.parametrize("line", [100, 255 * 1024, 256 * 1024 + 1000])
+def test_the_first_small_search_for_a_cut_finds_the_cut_the_whole_search_finds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, line: int
+):
+    from cdclake.jobs import decode
+
+    record = b'{"table":"S.T","op_type":"I","after":{"A":"' + b"x" * line + b'"}}\n'
+    path = tmp_path / "g.json"
+    path.write_bytes(record * 12)
+    cut = functools.partial(file_pieces, str(path), piece_test("goldengate-json", {}), piece_bytes=len(record) * 2 + 5)
+    pieces = cut()
+    data = path.read_bytes()
+    assert len(pieces) >= 3 and all(data[start:].startswith(record) for start, _ in pieces)
+    monkeypatch.setattr(decode, "_CUT_PROBE_BYTES", decode._CUT_SEARCH_BYTES)  # one search, as before the probe
+    assert cut() == pieces
 
 
 def test_ocf_pieces_start_at_blocks_and_stop_where_the_block_chain_breaks(generated, tmp_path: Path):

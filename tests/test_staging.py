@@ -22,6 +22,7 @@ from botocore.exceptions import ClientError
 
 from cdclake import staging
 from cdclake.batch import Manifest, read_manifest, safe_batch_id
+from cdclake.reading import STAGED_SUFFIX, read_staged_raw
 from cdclake.staging import (
     StagingError,
     batch_id_for_run,
@@ -153,7 +154,7 @@ def test_local_staging_copies_hashes_and_writes_the_manifest(tmp_path: Path) -> 
 
     assert names(manifest) == ["a.json", "sub/b.json"]
     for item, data in zip(sorted(manifest.files, key=lambda f: f.name), (b"alpha", b"beta"), strict=True):
-        assert Path(item.path).read_bytes() == data
+        assert read_staged_raw(item.path) == data
         assert Path(item.path).is_relative_to(root / "b1" / "files")
         assert (item.sha256, item.size, item.etag) == (sha(data), len(data), None)
     assert read_manifest(root / "b1") == manifest
@@ -186,7 +187,7 @@ def test_local_file_with_new_content_is_staged_again(tmp_path: Path) -> None:
     second = stage_local(landing, root, new_manifest("b2"))
 
     assert [(f.name, f.sha256) for f in second.files] == [("a.json", sha(b"v2"))]
-    assert Path(read_manifest(root / "b1").files[0].path).read_bytes() == b"v1"
+    assert read_staged_raw(read_manifest(root / "b1").files[0].path) == b"v1"
 
 
 def test_local_interval_end_takes_older_files_and_late_files_are_not_missed(tmp_path: Path) -> None:
@@ -240,7 +241,7 @@ def test_s3_staging_copies_hashes_and_writes_the_manifest(s3, bucket: str, tmp_p
     assert names(manifest) == ["a.json", "sub/b.json"]
     for item in manifest.files:
         data = objects[f"land/{item.name}"]
-        assert Path(item.path).read_bytes() == data
+        assert read_staged_raw(item.path) == data
         assert (item.sha256, item.size) == (sha(data), len(data))
         assert item.etag == s3.head_object(Bucket=bucket, Key=f"land/{item.name}")["ETag"].strip('"')
     assert read_manifest(root / "b1") == manifest
@@ -294,7 +295,7 @@ def test_s3_object_uploaded_again_with_new_content_is_staged_again(s3, bucket: s
 
     assert [(f.name, f.sha256) for f in second.files] == [("a.json", sha(b"v2"))]
     assert second.files[0].etag != first.files[0].etag
-    assert Path(first.files[0].path).read_bytes() == b"v1"
+    assert read_staged_raw(first.files[0].path) == b"v1"
     assert third.files == []
 
 
@@ -332,7 +333,7 @@ def test_s3_object_overwritten_between_claim_and_copy_goes_to_a_later_batch(s3, 
 
     # the claimed v1 no longer exists (If-Match fails): b1 releases it and stages nothing stale
     assert retried.files == []
-    assert [(f.name, Path(f.path).read_bytes()) for f in later.files] == [("a.json", b"v2")]
+    assert [(f.name, read_staged_raw(f.path)) for f in later.files] == [("a.json", b"v2")]
 
 
 def test_an_abandoned_batch_is_taken_over_and_its_late_retry_stages_nothing(s3, bucket: str, tmp_path: Path) -> None:
@@ -524,5 +525,8 @@ def test_named_files_are_staged_in_their_order_with_their_hashes(tmp_path: Path)
         paths.append(path)
     staged = stage_files(paths, tmp_path / "staging", new_manifest("named"))
     assert [f.name for f in staged.files] == [str(p) for p in paths]
-    assert [Path(f.path).name for f in staged.files] == [f"{i:05d}-f{11 - i}.json" for i in range(12)]
+    assert [Path(f.path).name for f in staged.files] == [f"{i:05d}-f{11 - i}.json{STAGED_SUFFIX}" for i in range(12)]
     assert [(f.size, f.sha256) for f in staged.files] == [(p.stat().st_size, sha(p.read_bytes())) for p in paths]
+    assert [read_staged_raw(f.path) for f in staged.files] == [p.read_bytes() for p in paths]
+    # compressed: the staged copies take a fraction of the landing files' bytes
+    assert sum(Path(f.path).stat().st_size for f in staged.files) * 10 < sum(p.stat().st_size for p in paths)

@@ -33,7 +33,7 @@ from cdclake.formats._gg_avro import codec_problem, ocf_header
 from cdclake.jobs.decode_processes import run_tasks
 from cdclake.options import Options
 from cdclake.parquet_stats import INTERMEDIATE_COMPRESSION, dictionary_columns, statistics_columns
-from cdclake.reading import GZIP_MAGIC, LandingFileError, read_landing_bytes
+from cdclake.reading import GZIP_MAGIC, LandingFileError, content_size, open_staged, read_staged_bytes
 from cdclake.registry import get_decoder
 from cdclake.settings import Settings
 
@@ -51,6 +51,8 @@ PROCESS_TASK_MIN_BYTES = 4 * 2**20
 PIECE_BYTES = 64 * 1024**2
 #: How far past a piece's nominal end a record start is looked for before the rest stays whole.
 _CUT_SEARCH_BYTES = 16 * 1024**2
+#: Searched first: a record line is rarely longer (a staged copy's reads decompress whole 1 MiB frames).
+_CUT_PROBE_BYTES = 256 * 1024
 #: An OCF header (schema text included) longer than this keeps its file whole.
 _OCF_HEADER_BYTES = 16 * 1024**2
 #: :func:`piece_test`'s answer for Avro object container files: cut at block starts.
@@ -90,7 +92,7 @@ def decode_items(
         name, path = item[0], item[1]
         start, end = (item[2], item[3]) if len(item) > 2 else (0, None)  # type: ignore[misc]
         try:
-            data, head = (read_landing_bytes(path), 0) if end is None else _read_piece(path, start, end, ocf)
+            data, head = (read_staged_bytes(path), 0) if end is None else _read_piece(path, start, end, ocf)
         except (LandingFileError, OSError, Malformed) as exc:
             yield "rejected", Rejected(f"cannot read landing file: {exc}", Source(name, start)), 0
             continue
@@ -222,7 +224,7 @@ def decode_to_files(
 def _read_piece(path: str, start: int, end: int, ocf: bool) -> tuple[bytes, int]:
     """The piece's bytes, and how many bytes of the file's start are put in front of them: a later
     piece of an OCF file gets the file's header (schema, codec, sync marker)."""
-    with open(path, "rb") as handle:
+    with open_staged(path) as handle:
         head = b""
         if ocf and start > 0 and handle.read(len(OCF_MAGIC)) == OCF_MAGIC:
             handle.seek(0)
@@ -276,12 +278,12 @@ def piece_test(format_id: str, options: dict[str, str]) -> Callable[[bytes, byte
 
 def file_pieces(path: str, starts: Callable[[bytes, bytes], bool] | str | None, piece_bytes: int = PIECE_BYTES):
     """``(start, end)`` byte ranges cut just before record lines; ``[(0, None)]``: read whole."""
+    if starts is None:
+        return [(0, None)]
     try:
-        size = os.path.getsize(path)
-        if starts is None or size <= piece_bytes:
-            return [(0, None)]
-        with open(path, "rb") as handle:
-            if handle.read(2) == GZIP_MAGIC:
+        with open_staged(path) as handle:
+            size = content_size(handle)
+            if size <= piece_bytes or handle.read(2) == GZIP_MAGIC:
                 return [(0, None)]
             cuts = _ocf_cuts(handle, size, piece_bytes) if starts == OCF_BLOCKS else [0]
             while callable(starts) and cuts[-1] + piece_bytes < size:
@@ -334,18 +336,23 @@ def _next_cut(handle, target: int, starts: Callable[[bytes, bytes], bool]) -> in
     """The first line start at or after ``target`` that ``starts`` accepts (None: none near).
 
     A candidate needs its whole previous line inside the block read, so the line that runs
-    into ``target`` is never judged on a part of it.
+    into ``target`` is never judged on a part of it. A small block is searched first (a staged
+    copy decompresses what is read): the large one only when no candidate is judged in it.
     """
-    handle.seek(target - 1)
-    block = handle.read(_CUT_SEARCH_BYTES)
-    previous_end = block.find(b"\n")
-    while previous_end >= 0:
-        newline = block.find(b"\n", previous_end + 1)
-        if newline < 0 or newline + 1 >= len(block):
+    for length in (_CUT_PROBE_BYTES, _CUT_SEARCH_BYTES):
+        handle.seek(target - 1)
+        block = handle.read(length)
+        last = len(block) < length or length == _CUT_SEARCH_BYTES  # the whole search: no larger block
+        previous_end = block.find(b"\n")
+        while previous_end >= 0:
+            newline = block.find(b"\n", previous_end + 1)
+            if newline < 0 or newline + 1 >= len(block) or (not last and newline + 65 > len(block)):
+                break  # the block ends before this candidate's first 64 bytes
+            if starts(block[newline + 1 : newline + 65], block[previous_end + 1 : newline]):
+                return target + newline
+            previous_end = newline
+        if last:
             return None
-        if starts(block[newline + 1 : newline + 65], block[previous_end + 1 : newline]):
-            return target + newline
-        previous_end = newline
     return None
 
 

@@ -11,6 +11,7 @@ compacts the whole batch, as a re-run of the DAG's compact step would.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -31,6 +32,7 @@ from cdclake.merge import bucket_of, key_of
 from cdclake.naming import spark_table_name
 from cdclake.options import Options
 from cdclake.pipeline import build_report
+from cdclake.reading import read_staged_raw
 from cdclake.settings import Settings
 from cdclake.staging import content_batch_id, sha256_of, stage_files
 from cdclake.tables import BATCH_PROPERTY, load_table, read_rows, snapshot_summaries
@@ -531,7 +533,7 @@ def staged(root: Path, batch_id: str) -> dict[str, str]:
     names = [f.name for f in manifest.files]
     assert len(names) == len(set(names)), names
     for f in manifest.files:
-        assert sha256_of(Path(f.path)) == f.sha256
+        assert hashlib.sha256(read_staged_raw(f.path)).hexdigest() == f.sha256
     return {f.name: f.sha256 for f in manifest.files}
 
 
