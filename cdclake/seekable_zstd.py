@@ -33,6 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import BinaryIO
 
+import pyarrow as pa
 import zstandard
 
 #: Content per frame: a byte range read decompresses at most this much before and after it.
@@ -125,7 +126,6 @@ class Reader:
         self.size = self._offsets[-1]
         self._pos = 0
         self._kept: tuple[int, memoryview] | None = None
-        self._decompressor = zstandard.ZstdDecompressor()
 
     def _table(self) -> tuple[list[int], list[int], list[int]]:
         """Each frame's position in the file, each frame's first content byte (and the content's size last),
@@ -172,10 +172,13 @@ class Reader:
             # the header's size is what zstd allocates: it must be the table's (bounded) size
             if zstandard.frame_content_size(packed) != content:
                 raise zstandard.ZstdError(f"its header does not give its listed {content} bytes")
-            frame = self._decompressor.decompress(packed, max_output_size=content)
-        except zstandard.ZstdError as exc:
+            # into Arrow's memory pool, which keeps its pages (``cdclake._allocator``): zstandard's bytes objects
+            # took 0.74 s to read a 507 MB file in decode's pieces, Arrow's buffers 0.50 s, a plain file 0.37 s.
+            # libzstd checks the frame's checksum
+            frame = pa.decompress(packed, decompressed_size=content, codec="zstd", asbytes=False)
+        except (zstandard.ZstdError, pa.ArrowException, OSError) as exc:  # Arrow raises OSError for bad data
             raise SeekableError(f"{self.name}: frame {index} at byte {self._starts[index]} is corrupt ({exc})") from exc
-        if len(frame) != content:
+        if frame.size != content:
             raise SeekableError(f"{self.name}: frame {index} at byte {self._starts[index]} is not {content} bytes")
         view = memoryview(frame)
         self._kept = (index, view)
@@ -183,14 +186,19 @@ class Reader:
 
     def read(self, n: int = -1) -> bytes:
         end = self.size if n is None or n < 0 else min(self.size, self._pos + n)
-        out = io.BytesIO()  # getvalue() hands over its buffer: the content is copied once
+        if end <= self._pos:
+            return b""
+        # sized once; each frame is copied in and let go (a join would hold every frame of the read at once);
+        # getvalue() hands over the buffer without a copy
+        out = io.BytesIO()
+        out.seek(end - self._pos - 1)
+        out.write(b"\0")
+        out.seek(0)
         while self._pos < end:
             index = bisect.bisect_right(self._offsets, self._pos) - 1
             frame = self._frame(index)
             at = self._pos - self._offsets[index]
-            piece = frame[at : at + end - self._pos]
-            out.write(piece)
-            self._pos += len(piece)
+            self._pos += out.write(frame[at : at + end - self._pos])
         return out.getvalue()
 
     def seek(self, pos: int, whence: int = os.SEEK_SET) -> int:
