@@ -5,7 +5,7 @@ retry, so any task can be re-run)::
 
     <staging>/<source>/<batch_id>/
         manifest.json        files of the batch (name, size, sha256), format, options
-        files/               the staged copies of the landing files
+        files/               the staged copies of the landing files (<name>.staged.zst: seekable zstd)
         decoded/kind=event/  canonical events (Parquet)       <- decode job
         decoded/kind=rejected/ quarantined records (Parquet)  <- decode job
         changelog/table=T/   row events per table (Parquet)   <- normalize job
