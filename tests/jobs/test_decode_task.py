@@ -146,3 +146,31 @@ def test_a_task_writes_every_decoded_record_once(generated, format_id, tmp_path:
     again = decode_to_files(gen.format_id, gen.options, pieces, None, str(out), "000000-000000000000")
     assert again == counts  # a retried task replaces its files, it does not add to them
     assert sum(pq.read_table(p).num_rows for p in out.glob("kind=*/*")) == (counts["event"] + counts["rejected"])
+
+
+def test_a_corrupt_staged_copy_is_quarantined_once_with_where_and_the_other_files_decode(tmp_path: Path):
+    from cdclake import seekable_zstd
+    from cdclake.jobs.decode import file_pieces, piece_test
+    from cdclake.reading import STAGED_SUFFIX
+
+    line = b'{"table":"S.T","op_type":"I","op_ts":"2024-01-01 00:00:00.000000","pos":"%d","after":{"A":%d}}\n'
+    data = b"".join(line % (i, i) for i in range(40_000))
+    good, bad = tmp_path / ("good" + STAGED_SUFFIX), tmp_path / ("bad" + STAGED_SUFFIX)
+    for path in (good, bad):
+        with open(path, "wb") as out:
+            seekable_zstd.write([data], out)
+    broken = bytearray(bad.read_bytes())
+    broken[100] ^= 0xFF  # inside the first frame: its checksum no longer matches
+    bad.write_bytes(bytes(broken))
+    starts = piece_test("goldengate-json", {})
+    assert file_pieces(str(bad), starts, piece_bytes=len(data) // 3) == [(0, None)]  # read whole: rejected once
+    pieces = file_pieces(str(good), starts, piece_bytes=len(data) // 3)
+    assert len(pieces) >= 3
+    items = [("bad", str(bad), 0, None), *(("good", str(good), s, e) for s, e in pieces)]
+
+    found = list(decode_items("goldengate-json", {}, items))
+    events = [item for kind, item, _ in found if kind == "event"]
+    rejected = [item for kind, item, _ in found if kind == "rejected"]
+    assert len(rejected) == 1 and rejected[0].source.file == "bad"
+    assert "cannot read landing file" in rejected[0].error and "bad.staged.zst: frame 0 at byte" in rejected[0].error
+    assert len(events) == 40_000 and all(e.source.file == "good" for e in events)
