@@ -532,8 +532,11 @@ def _fetch_claims(
             continue
         dest = staged_path(files_dir, claim.name)
         etag = claim.version if source.etags else None
-        if claim.sha256 and dest.is_file() and _staged_sha256(dest) == claim.sha256:
-            staged.append(StagedFile(claim.name, str(dest), claim.size, claim.sha256, etag))  # copied before a crash
+        # copied before a crash; or, plain, by a version before compressed copies (its landing file may be gone)
+        kept = [p for p in (dest, files_dir / safe_relative(claim.name)) if claim.sha256 and p.is_file()]
+        done = next((p for p in kept if _staged_sha256(p) == claim.sha256), None)
+        if done is not None:
+            staged.append(StagedFile(claim.name, str(done), claim.size, claim.sha256, etag))
             continue
         try:
             size, sha = _copy(source.chunks(claim.key, claim.version), dest, None if source.etags else claim.version)

@@ -32,7 +32,7 @@ from cdclake.merge import bucket_of, key_of
 from cdclake.naming import spark_table_name
 from cdclake.options import Options
 from cdclake.pipeline import build_report
-from cdclake.reading import read_staged_raw
+from cdclake.reading import STAGED_SUFFIX, read_staged_raw
 from cdclake.settings import Settings
 from cdclake.staging import content_batch_id, sha256_of, stage_files
 from cdclake.tables import BATCH_PROPERTY, load_table, read_rows, snapshot_summaries
@@ -560,6 +560,22 @@ def test_a_killed_staging_is_completed_by_its_retry(tmp_path: Path, point: str) 
         rows = conn.execute("SELECT name, batch_id, sha256 FROM claims").fetchall()
     assert sorted(rows) == sorted((n, "b1", s) for n, s in files.items())
     assert not list((root / "b1" / "files").glob(".*.staging"))  # no temp file left behind
+
+
+def test_plain_copies_of_a_batch_killed_before_compressed_copies_are_kept_by_its_retry(tmp_path: Path) -> None:
+    """A batch whose copies were recorded by a version that wrote plain copies, killed before its manifest, is
+    completed from those copies after an upgrade, even with its landing files gone."""
+    files = landing_files(tmp_path / "landing")
+    root = tmp_path / "staging"
+    assert stage(tmp_path / "landing", root, "b1", "stage:before-manifest").returncode == -signal.SIGKILL
+    for copy in (root / "b1" / "files").glob("*" + STAGED_SUFFIX):  # as the earlier version left them
+        copy.with_name(copy.name.removesuffix(STAGED_SUFFIX)).write_bytes(read_staged_raw(copy))
+        copy.unlink()
+    for name in files:
+        (tmp_path / "landing" / name).unlink()
+    assert stage(tmp_path / "landing", root, "b1").returncode == 0
+    assert staged(root, "b1") == files
+    assert {Path(f.path).name for f in read_manifest(root / "b1").files} == set(files)
 
 
 def test_a_killed_staging_batch_taken_over_by_the_next_run_is_not_staged_twice(tmp_path: Path) -> None:
