@@ -75,6 +75,9 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         default="100k,100,1000",
         help="the long-history case: table rows, logged events per key, earlier batches (commits) of the log",
     )
+    parser.add_argument(
+        "--history-repeats", type=int, default=9, help="batches onto each table of the history case (taken in turn)"
+    )
     parser.add_argument("--table-counts", default="2,30", help="table counts of the many-tables batches")
     parser.add_argument(
         "--dag-tables", type=int, default=None, help="also a DAG run over this many tables, 10 changes each"
@@ -309,7 +312,14 @@ def run(args: argparse.Namespace, work: Path, results: dict[str, Any]) -> None:
 
                 rows, per_key, batches = args.history.split(",")
                 results["history"] = history_case(
-                    spark, work / "history", parse_size(rows), int(per_key), int(batches), args.buckets, log=log
+                    spark,
+                    work / "history",
+                    parse_size(rows),
+                    int(per_key),
+                    int(batches),
+                    args.buckets,
+                    repeats=args.history_repeats,
+                    log=log,
                 )
                 _save_partial(results, work)
             if "bigfile" not in args.skip:
