@@ -33,7 +33,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import BinaryIO
 
-import pyarrow as pa
 import zstandard
 
 #: Content per frame: a byte range read decompresses at most this much before and after it.
@@ -165,6 +164,8 @@ class Reader:
     def _frame(self, index: int) -> memoryview:
         if self._kept is not None and self._kept[0] == index:
             return self._kept[1]
+        import pyarrow as pa  # here, not at the top: staging writes copies without it (65 ms an import)
+
         content = self._offsets[index + 1] - self._offsets[index]
         self._file.seek(self._starts[index])
         packed = self._file.read(self._lengths[index])

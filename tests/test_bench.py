@@ -97,6 +97,10 @@ def test_a_staged_copy_is_cut_and_read_like_its_landing_file(generated, format_i
     starts, piece = piece_test(format_id, gen.options), path.stat().st_size // 7
     pieces = file_pieces(str(staged), starts, piece_bytes=piece)
     assert len(pieces) >= 5 and pieces == file_pieces(str(path), starts, piece_bytes=piece)
+    size = path.stat().st_size
+    assert file_pieces(str(staged), starts, piece_bytes=piece, size=size) == pieces
+    # a size of one piece (the manifest's) is taken as given: the copy is not opened to plan it
+    assert file_pieces(str(staged), starts, piece_bytes=piece, size=piece) == [(0, None)]
 
     def rows(items):
         return [(r["kind"], r["op"], r["seq"], r["source_offset"], r["after"]) for r in items]

@@ -276,9 +276,16 @@ def piece_test(format_id: str, options: dict[str, str]) -> Callable[[bytes, byte
     return None
 
 
-def file_pieces(path: str, starts: Callable[[bytes, bytes], bool] | str | None, piece_bytes: int = PIECE_BYTES):
-    """``(start, end)`` byte ranges cut just before record lines; ``[(0, None)]``: read whole."""
-    if starts is None:
+def file_pieces(
+    path: str,
+    starts: Callable[[bytes, bytes], bool] | str | None,
+    piece_bytes: int = PIECE_BYTES,
+    size: int | None = None,
+):
+    """``(start, end)`` byte ranges cut just before record lines; ``[(0, None)]``: read whole. ``size``: the
+    landing file's, as the manifest records it (a file of at most one piece is then not opened here: a staged
+    copy's seek table is two reads, and a batch of many small files would pay them all in the driver)."""
+    if starts is None or (size is not None and size <= piece_bytes):
         return [(0, None)]
     try:
         with open_staged(path) as handle:
@@ -422,7 +429,7 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
     batch_dir = Path(batch_dir)
     manifest = read_manifest(batch_dir)
     format_id, options = manifest.format, dict(manifest.options)
-    files = [(i, f.name, f.path) for i, f in enumerate(manifest.files)]
+    files = [(i, f.name, f.path, f.size) for i, f in enumerate(manifest.files)]
     out = batch_dir / "decoded"
     if not files:
         report = {"files": 0, "events": 0, "rejected": 0, "skipped": 0, "tasks": 0, "runner": "driver"}
@@ -444,7 +451,11 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
         if items:
             yield pa.RecordBatch.from_pylist([{"kind": k, "count": n} for k, n in task(items).items()])
 
-    pieces = [(i, start, name, path, end) for i, name, path in files for start, end in file_pieces(path, starts)]
+    pieces = [
+        (i, start, name, path, end)
+        for i, name, path, size in files
+        for start, end in file_pieces(path, starts, size=size)
+    ]
     shutil.rmtree(out, ignore_errors=True)  # a re-run replaces the whole output
     counts = {"event": 0, "rejected": 0, "skipped": 0}
     settings = Settings.from_env()
