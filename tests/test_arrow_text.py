@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from unittest.mock import patch
+
 import pyarrow as pa
 import pyarrow.compute as pc
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cdclake import arrow_text
 from cdclake.arrow_text import first_bytes, holding
 
 _TEXT = st.text(alphabet=st.sampled_from('ab"\\eE_-x\u00e9'), max_size=8)
@@ -15,14 +18,18 @@ _TEXT = st.text(alphabet=st.sampled_from('ab"\\eE_-x\u00e9'), max_size=8)
 @settings(max_examples=150, deadline=None)
 @given(
     st.lists(_TEXT, max_size=30),
-    st.sampled_from([b"e", b"\\", b'"', b"ab", b"__", b"x\xc3\xa9", b'"a"']),
+    st.sampled_from([b"e", b"\\", b'"', b"ab", b"__", b"x\xc3\xa9", b'"a"', b"abab", b"aab", b'e"e']),
     st.sampled_from([pa.string(), pa.large_string()]),
     st.integers(0, 5),
 )
 def test_holding_is_arrows_match_substring(values, needle, type_, cut):
+    """Both searches: ``find`` (a span's values) and numpy's (a column past ``_FIND_BYTES``, such as the metas)."""
     texts = pa.array(values, type_)
     for array in (texts, texts.slice(min(cut, len(values)))):
-        assert holding(array, needle).to_pylist() == pc.match_substring(array, needle.decode()).to_pylist()
+        expected = pc.match_substring(array, needle.decode()).to_pylist()
+        assert holding(array, needle).to_pylist() == expected
+        with patch.object(arrow_text, "_FIND_BYTES", 0):
+            assert holding(array, needle).to_pylist() == expected
 
 
 def test_a_match_across_two_texts_is_no_match():
