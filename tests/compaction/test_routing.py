@@ -136,10 +136,25 @@ def _batch(events: list[tuple]) -> pa.Table:
     )
 
 
-def _reference(table: pa.Table, keys: list[str], cmap: ColumnMap | None = None) -> list[tuple]:
-    """The routed rows event by event, as routing computed them before ``arrow_typing``."""
+def _reference(
+    table: pa.Table, keys: list[str], cmap: ColumnMap | None = None, chunk: int | None = None
+) -> list[tuple]:
+    """The routed rows event by event, as routing computed them before ``arrow_typing``, laid out as routing
+    lays them out: per record batch of ``chunk`` events, each event's main or error row in order, then the
+    batch's link rows in order, in a batch of their own (``routing._routed_batches``)."""
+    rows = table.to_pylist()
+    chunk = chunk or max(1, len(rows))
     out = []
-    for row in table.to_pylist():
+    for start in range(0, len(rows), chunk):
+        mains, links = _reference_rows(rows[start : start + chunk], keys, cmap)
+        out += mains + links
+    return out
+
+
+def _reference_rows(rows: list[dict], keys: list[str], cmap: ColumnMap | None) -> tuple[list[tuple], list[tuple]]:
+    """The main / error rows and the link rows of ``rows``, each in event order."""
+    out, links = [], []
+    for row in rows:
         if row["op"] not in ROW_OPS:
             continue
         source = (row["source_file"], row["source_offset"])
@@ -154,8 +169,8 @@ def _reference(table: pa.Table, keys: list[str], cmap: ColumnMap | None = None) 
         out.append((row["source_offset"], prepared.key, prepared.old_key, bucket, "main", None))
         if prepared.old_key is not None and bucket_of(prepared.old_key, BUCKETS) != bucket:
             link = bucket_of(prepared.old_key, BUCKETS)
-            out.append((row["source_offset"], prepared.key, prepared.old_key, link, "link", None))
-    return out
+            links.append((row["source_offset"], prepared.key, prepared.old_key, link, "link", None))
+    return out, links
 
 
 def _routed(table: pa.Table, keys: list[str], chunk: int, cmap: ColumnMap | None = None) -> list[tuple]:
@@ -171,7 +186,18 @@ def _routed(table: pa.Table, keys: list[str], chunk: int, cmap: ColumnMap | None
 @given(events=st.lists(event, max_size=25), keys=st.sampled_from(KEY_SETS), chunk=st.integers(1, 30))
 def test_routing_is_the_reference_event_by_event(events, keys, chunk):
     table = _batch(events)
-    assert _routed(table, keys, chunk) == _reference(table, keys)
+    assert _routed(table, keys, chunk) == _reference(table, keys, chunk=chunk)
+
+
+def test_links_follow_their_batchs_main_rows():
+    """Found by hypothesis on a fresh clone: a key change that crosses buckets, then another event in the same
+    record batch. Its link row comes after every main and error row of that batch, not right after its own."""
+    events = [("UPDATE", [("price", "123.45")], [("price", "1.5")]), ("INSERT", None, None)]
+    table = _batch(events)
+    routed = _routed(table, ["price"], 2)
+    assert [r[4] for r in routed] == ["main", "error", "link"]
+    assert routed == _reference(table, ["price"], chunk=2)
+    assert [r[4] for r in _routed(table, ["price"], 1)] == ["main", "link", "error"]  # a batch per event
 
 
 def test_a_key_change_is_logged_under_both_buckets():
