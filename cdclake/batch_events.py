@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from cdclake.arrow_tables import ChunkedTake
 from cdclake.arrow_text import first_bytes, holding, text_buffers
 from cdclake.coltypes import DECIMAL_INTEGER
 from cdclake.events import EVENT_SCHEMA, ROW_OPS
@@ -509,15 +510,14 @@ class ChangelogWriter:
             return
         body = stamped.drop_columns(["table"])
         split = list(_table_rows(stamped["table"]))
-        if len(split) > 1:  # a take from many chunks joins them all first, once per take: join them once
-            body = body.combine_chunks()
+        chunked = ChunkedTake(body)  # the tables' rows taken without joining the chunks first (``arrow_tables``)
         for table, rows in split:
             part = self.folder / f"table={self.escape(table)}"
             part.mkdir(exist_ok=True)
             # the take in the writer's thread too: Arrow's take runs without the GIL, so the tables' takes run
             # beside each other and beside the caller's survey of the chunk (in the caller they ran one by one
             # before it, a quarter of a 1M batch's normalize)
-            self._writes.append(self._pool.submit(_take_and_write, body, rows, part / name))
+            self._writes.append(self._pool.submit(_take_and_write, body, chunked, rows, part / name))
         self._written = True
 
     def wait(self) -> None:
@@ -544,8 +544,8 @@ def _table_rows(tables: pa.ChunkedArray) -> Iterator[tuple[Any, np.ndarray | Non
         yield table, None if len(rows) == len(codes) else rows
 
 
-def _take_and_write(body: pa.Table, rows: np.ndarray | None, path: Path) -> None:
-    _write(body if rows is None else body.take(rows), path)
+def _take_and_write(body: pa.Table, chunked: ChunkedTake, rows: np.ndarray | None, path: Path) -> None:
+    _write(body if rows is None else chunked.take(rows), path)
 
 
 def _write(table: pa.Table, path: Path) -> None:
