@@ -141,6 +141,34 @@ def _driver_memory(value: str) -> str | None:
     return value.lower()
 
 
+#: The bulk path's byte bound per share of the driver's budget, unset in the environment: at least this ...
+BULK_BYTES_FLOOR = 192 * 2**20
+#: ... at most this (above it the 1M batch's merge gained nothing more: docs/decisions.md, "The bulk budget
+#: follows the memory available") ...
+BULK_BYTES_CAP = 384 * 2**20
+#: ... and between, this fraction of the memory available: the budget's four shares are then a twelfth of it,
+#: and the driver's peak (about three times its budget in events) a quarter.
+BULK_BYTES_PART = 48
+
+
+def bulk_bytes_for(available: int | None) -> int:
+    """The bulk path's byte bound per share for a driver with ``available`` bytes of memory free to take (None:
+    not known, the floor)."""
+    if available is None:
+        return BULK_BYTES_FLOOR
+    return min(BULK_BYTES_CAP, max(BULK_BYTES_FLOOR, available // BULK_BYTES_PART))
+
+
+def _available_memory() -> int | None:
+    """The memory the system can give without swapping (``MemAvailable``), None where psutil cannot tell."""
+    try:
+        import psutil
+
+        return int(psutil.virtual_memory().available)
+    except (ImportError, OSError, RuntimeError):
+        return None
+
+
 @dataclass(frozen=True)
 class Settings:
     home: Path
@@ -163,8 +191,9 @@ class Settings:
     driver_bulk_rows: int = 200_000
     #: ... and at most this many uncompressed bytes of its events (their Parquet footers say), so wide rows
     #: do not slip under the count; each of ``compact_threads`` tables may hold its share at once. 192 MiB:
-    #: 128k Kafka Connect events of about 1.5 KB (docs/decisions.md, "A share's bytes fit Kafka Connect events").
-    driver_bulk_bytes: int = 192 * 2**20
+    #: 128k Kafka Connect events of about 1.5 KB (docs/decisions.md, "A share's bytes fit Kafka Connect events");
+    #: unset in the environment, :func:`bulk_bytes_for` the memory available (192-384 MiB).
+    driver_bulk_bytes: int = BULK_BYTES_FLOOR
     #: A batch whose staged files add up to at most this many bytes is decoded in the driver, by the same
     #: task function the Spark job runs, with no job and no Python worker to start (0: always a Spark job).
     driver_decode_bytes: int = 4 * 2**20
@@ -229,7 +258,11 @@ class Settings:
             compact_threads=max(1, int(env.get("CDCLAKE_COMPACT_THREADS", "4"))),
             driver_fold_rows=max(0, int(env.get("CDCLAKE_DRIVER_FOLD_ROWS", "5000"))),
             driver_bulk_rows=max(0, int(env.get("CDCLAKE_DRIVER_BULK_ROWS", "200000"))),
-            driver_bulk_bytes=max(0, int(env.get("CDCLAKE_DRIVER_BULK_BYTES", str(192 * 2**20)))),
+            driver_bulk_bytes=(
+                max(0, int(env["CDCLAKE_DRIVER_BULK_BYTES"]))
+                if env.get("CDCLAKE_DRIVER_BULK_BYTES", "").strip()
+                else bulk_bytes_for(_available_memory())
+            ),
             driver_decode_bytes=max(0, int(env.get("CDCLAKE_DRIVER_DECODE_BYTES", str(4 * 2**20)))),
             local_decode=env.get("CDCLAKE_LOCAL_DECODE", "1").strip().lower() not in ("0", "false", "no", "off"),
             driver_normalize_rows=max(0, int(env.get("CDCLAKE_DRIVER_NORMALIZE_ROWS", "150000"))),
