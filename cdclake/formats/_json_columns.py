@@ -288,20 +288,21 @@ def image_array(
             mask[replaced] = True
             texts = pc.replace_with_mask(texts, pa.array(mask), pa.array(replacements, texts.type))
     values = texts.cast(pa.string())
+    name_array = pa.array(names, pa.string())
     if dropped.any():
         for index in np.flatnonzero(dropped).tolist():
             kept[int(owners[index])].remove(names[index])  # type: ignore[union-attr]
-        keep = ~dropped
-        values = values.filter(pa.array(keep))
-        names = [name for name, k in zip(names, keep.tolist(), strict=True) if k]
-        sizes = np.bincount(owners[keep], minlength=len(images))
+        keep = pa.array(~dropped)
+        values = values.filter(keep)
+        name_array = name_array.filter(keep)  # in Arrow: a Python list of the kept names cost a tenth of the column
+        sizes = np.bincount(owners[~dropped], minlength=len(images))
     offsets = np.zeros(len(images) + 1, np.int32)
     np.cumsum(sizes, out=offsets[1:])
     absent = np.zeros(len(images), bool)
     absent[missing] = True
     array = pa.MapArray.from_arrays(
         pa.array(offsets),
-        pa.array(names, pa.string()),
+        name_array,
         values,
         type=type_,
         mask=pa.array(absent),
