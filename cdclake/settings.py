@@ -143,8 +143,8 @@ def _driver_memory(value: str) -> str | None:
 
 #: The bulk path's byte bound per share of the driver's budget, unset in the environment: at least this ...
 BULK_BYTES_FLOOR = 192 * 2**20
-#: ... at most this (above it the 1M batch's merge gained nothing more: docs/decisions.md, "The bulk budget
-#: follows the memory available") ...
+#: ... at most this (above it the 1M batch's merge gained nothing more: docs/decisions.md, "Takes without joining
+#: chunks; the bulk budget follows the memory available") ...
 BULK_BYTES_CAP = 384 * 2**20
 #: ... and between, this fraction of the memory available: the budget's four shares are then a twelfth of it,
 #: and the driver's peak (about three times its budget in events) a quarter.
