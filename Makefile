@@ -12,7 +12,9 @@ JVM_ARCHIVE := .jars/spark-driver.jsa
 
 .PHONY: setup demo test stack-test lint bench bench-monitoring clean check-java test-deps
 
-setup: check-java $(STAMP) $(JARS_STAMP) $(JVM_ARCHIVE)
+NATIVE_STAMP := $(VENV)/.cdclake-native
+
+setup: check-java $(STAMP) $(JARS_STAMP) $(JVM_ARCHIVE) $(NATIVE_STAMP)
 	@# the project's own bytecode too (an editable install is not compiled; with PYTHONDONTWRITEBYTECODE set,
 	@# each decode process and spark-submit driver recompiled cdclake: 0.25 s a process); only changed files
 	@$(PY) -m compileall -q -j 0 cdclake dags spark_jobs plugins >/dev/null 2>&1 || true
@@ -45,6 +47,12 @@ $(JARS_STAMP): jars/pom.xml
 	@command -v mvn >/dev/null || { echo "error: Maven (mvn) is needed to fetch the Iceberg/SQLite jars: apt-get install maven"; exit 1; }
 	mvn -q -B -f jars/pom.xml dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/.jars -DincludeScope=runtime
 	@touch $(JARS_STAMP)
+
+# the compiled decode helpers (cdclake/_native: C, no dependency but a C compiler); without a compiler the
+# build says so and the Python paths run
+$(NATIVE_STAMP): $(STAMP) $(wildcard cdclake/_native/*.c) cdclake/_native/build.py
+	$(PY) -m cdclake._native.build
+	@touch $(NATIVE_STAMP)
 
 # the spark-submit driver's class-data-sharing archive (cdclake/jvm_archive.py): each batch step's JVM starts
 # about 6 s sooner; a warning, not a failure, if it cannot be built

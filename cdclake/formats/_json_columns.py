@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from decimal import Decimal
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 import numpy as np
@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from msgspec import UNSET, Raw, UnsetType
 
+from cdclake._native import json_objects as _NATIVE
 from cdclake.arrow_text import holding, text_buffers
 from cdclake.event_arrow import DECODED_FILE_SCHEMA
 from cdclake.events import value_text
@@ -203,24 +204,98 @@ def judged_slow(
     return ~fast | probed, probed
 
 
-def image_array(
-    images: list[dict[str, Any] | None],
-    kinds: list[dict[str, int]],
-    convert: Callable[[int, str, str, bool], Any],
-    probes: tuple[bytes, ...] | None,
-    unavailable: list[list[str]] | None,
-    type_: pa.DataType,
-    dropped_text: str | None = None,
-) -> tuple[pa.MapArray, list] | None:
-    """One ``map<string,string>`` column of the records' images (each a dict of ``Raw`` JSON texts) as the
-    builder writes it, and each image's column names as kept; None: a value the reference refuses or text
-    that is not valid Unicode.
+class Unsplit(Exception):
+    """An image the splitter does not read (not the compact object the dict reader writes back): the span is read
+    again with the images as dicts (:func:`split_first`)."""
 
-    ``kinds``: per record, its columns' kinds. ``convert(record, column, text, probed)``: the reference's
-    value as JSON text, :data:`DROPPED` (listed in ``unavailable[record]``) or :data:`REFUSED`.
-    ``dropped_text``: a JSON text ``convert`` drops wherever it is a whole value and holds a probe (Debezium's
-    unavailable-value placeholder): dropped here, without a call per value (a tenth of a bench image's values).
-    """
+
+#: An image member that is JSON ``null``, as the reader with raw images holds it.
+_NULL = Raw(b"null")
+
+
+def image_or_none(value: Any) -> Any:
+    """An image member as read (a dict, a ``Raw`` object text, ``None``, ``UNSET``): None where there is no image."""
+    if value is UNSET or value is None or (type(value) is Raw and len(value) == 4 and value == _NULL):
+        return None
+    return value
+
+
+def split_first(read: Callable[[bool], Any]) -> Any:
+    """``read(split)`` with the images as raw texts to split in C where the splitter is built, else (or where it
+    does not read an image: :class:`Unsplit`) with the images as dicts."""
+    if _NATIVE is not None:
+        try:
+            return read(True)
+        except Unsplit:
+            pass
+    return read(False)
+
+
+class _Split(NamedTuple):
+    """A column of image objects split into their members: names and value texts in record order, the member
+    count of each record, which records hold no image, and each record's layout (an index into ``layouts``:
+    the names of one distinct member list; -1: no image)."""
+
+    names: pa.Array
+    texts: pa.Array
+    sizes: np.ndarray
+    absent: np.ndarray
+    layout: list[int]
+    layouts: list[list[str]]
+
+
+def split_images(images: list[Any]) -> _Split:
+    """``images`` (each a ``Raw`` object text or None) split by the C splitter (:mod:`cdclake._native`), exactly as
+    the dict reader reads them; :class:`Unsplit` where one is not the compact object that reader writes back
+    byte for byte (blanks between members, an escape in a name, a name twice, text that is not UTF-8)."""
+    texts = [_NULL if image is None else image for image in images]
+    lengths = np.fromiter(map(len, texts), np.int64, len(texts))
+    offsets = np.zeros(len(texts) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    split = _NATIVE.split_objects(b"".join(texts), offsets)  # type: ignore[union-attr]
+    if split is None:
+        raise Unsplit
+    counts, layout_of, name_offsets, name_data, value_offsets, value_data, firsts, entries = split
+    try:
+        names = pa.Array.from_buffers(
+            pa.large_string(), entries, [None, pa.py_buffer(name_offsets), pa.py_buffer(name_data)]
+        )
+        values = pa.Array.from_buffers(
+            pa.large_string(), entries, [None, pa.py_buffer(value_offsets), pa.py_buffer(value_data)]
+        )
+        names.validate(full=True)  # UTF-8
+        values.validate(full=True)
+    except pa.ArrowInvalid:
+        raise Unsplit from None
+    layouts = [names.slice(first, count).to_pylist() for first, count in firsts]
+    if any(len(set(columns)) != len(columns) for columns in layouts):
+        raise Unsplit  # a name twice: the dict reader keeps the last, and its write-back differs
+    sizes = np.frombuffer(counts, np.int32)
+    return _Split(names, values, np.maximum(sizes, 0), sizes < 0, np.frombuffer(layout_of, np.int32).tolist(), layouts)
+
+
+def _walk_split(images: list[Any], kinds: list[dict[str, int]]) -> tuple:
+    """:func:`image_array`'s walk of raw image texts: split in C, each value's kind looked up once per layout."""
+    split = split_images(images)
+    by_layout: dict[tuple[int, int], np.ndarray] = {}
+    parts = []
+    for kind, layout in zip(kinds, split.layout, strict=True):
+        if layout < 0:
+            continue
+        found = by_layout.get((id(kind), layout))
+        if found is None:
+            get = kind.get
+            found = by_layout[(id(kind), layout)] = np.array(
+                [get(name, UNNAMED) for name in split.layouts[layout]], np.int8
+            )
+        parts.append(found)
+    kinds_of = np.concatenate(parts) if parts else np.zeros(0, np.int8)
+    kept = [None if layout < 0 else split.layouts[layout] for layout in split.layout]
+    return split.names, split.texts, kinds_of, split.sizes.astype(np.int64), kept, split.absent
+
+
+def _walk_dicts(images: list[dict[str, Any] | None], kinds: list[dict[str, int]]) -> tuple | None:
+    """:func:`image_array`'s walk of image dicts (of ``Raw`` JSON texts) in Python; None: text that is not UTF-8."""
     names: list[str] = []
     raws: list[Any] = []
     flat_kinds: list[int] = []
@@ -230,7 +305,7 @@ def image_array(
     # each image's column names (None: no image) and value count, gathered in the one pass over the images
     kept: list[list[str] | None] = []
     counts: list[int] = []
-    missing: list[int] = []
+    absent = np.zeros(len(images), bool)
     for record, kind in zip(images, kinds, strict=True):
         if record:
             columns = list(record)
@@ -245,64 +320,89 @@ def image_array(
             flat_kinds.extend(seen[1])
         else:
             if record is None:
-                missing.append(len(kept))
+                absent[len(kept)] = True
             kept.append(None if record is None else [])
             counts.append(0)
-    sizes = np.array(counts, np.int64)
-    owners = np.repeat(np.arange(len(images)), sizes)
     texts = raw_texts(raws)
     if texts is None:
         return None
-    kinds_of = np.array(flat_kinds, np.int8)
+    return pa.array(names, pa.string()), texts, np.array(flat_kinds, np.int8), np.array(counts, np.int64), kept, absent
+
+
+def image_array(
+    images: list[Any],
+    kinds: list[dict[str, int]],
+    convert: Callable[[int, str, str, bool], Any],
+    probes: tuple[bytes, ...] | None,
+    unavailable: list[list[str]] | None,
+    type_: pa.DataType,
+    dropped_text: str | None = None,
+    split: bool = False,
+) -> tuple[pa.MapArray, list] | None:
+    """One ``map<string,string>`` column of the records' images as the builder writes it, and each image's column
+    names as kept; None: a value the reference refuses or text that is not valid Unicode. ``images``: per record
+    a dict of ``Raw`` JSON texts, or with ``split`` the image's ``Raw`` object text (split in C: :class:`Unsplit`
+    where it cannot be), None for no image.
+
+    ``kinds``: per record, its columns' kinds. ``convert(record, column, text, probed)``: the reference's
+    value as JSON text, :data:`DROPPED` (listed in ``unavailable[record]``) or :data:`REFUSED`.
+    ``dropped_text``: a JSON text ``convert`` drops wherever it is a whole value and holds a probe (Debezium's
+    unavailable-value placeholder): dropped here, without a call per value (a tenth of a bench image's values).
+    """
+    walked = _walk_split(images, kinds) if split else _walk_dicts(images, kinds)
+    if walked is None:
+        return None
+    name_array, texts, kinds_of, sizes, kept, absent = walked
+    owners = np.repeat(np.arange(len(images)), sizes)
     shapes = json_shapes(texts)
     slow, probed = judged_slow(texts, kinds_of, probes, shapes)
     # these three clear ``slow`` where they convert
     texts = _with_epoch_texts(texts, kinds_of, slow, probed, shapes.integer)
     texts = _with_decimal_texts(texts, kinds_of, slow, probed)
     texts = with_connect_decimals(texts, kinds_of, slow, probed)
-    dropped = np.zeros(len(raws), bool)
+    dropped = np.zeros(len(texts), bool)
     if dropped_text is not None and probed.any():
         dropped = np.asarray(pc.equal(texts, dropped_text).to_numpy(zero_copy_only=False), bool) & probed
         slow &= ~dropped
-        for index in np.flatnonzero(dropped).tolist():
-            unavailable[int(owners[index])].append(names[index])  # type: ignore[index]
     if slow.any():
         # only the slow values go through Python (a few percent of them: the rest stay in Arrow)
         at = np.flatnonzero(slow)
         slow_texts = texts.take(pa.array(at)).to_pylist()
+        slow_names = name_array.take(pa.array(at)).to_pylist()
         replaced: list[int] = []
         replacements: list[Any] = []
-        slow_values = zip(at.tolist(), owners[at].tolist(), slow_texts, probed[at].tolist(), strict=True)
-        for index, owner, text, probe in slow_values:
-            value = convert(owner, names[index], text, probe)
+        slow_values = zip(at.tolist(), owners[at].tolist(), slow_names, slow_texts, probed[at].tolist(), strict=True)
+        for index, owner, name, text, probe in slow_values:
+            value = convert(owner, name, text, probe)
             if value is DROPPED:
                 dropped[index] = True
-                unavailable[owner].append(names[index])  # type: ignore[index]
             elif value is REFUSED:
                 return None
             else:
                 replaced.append(index)
                 replacements.append(value)
         if replaced:
-            mask = np.zeros(len(raws), bool)
+            mask = np.zeros(len(texts), bool)
             mask[replaced] = True
             texts = pc.replace_with_mask(texts, pa.array(mask), pa.array(replacements, texts.type))
     values = texts.cast(pa.string())
-    name_array = pa.array(names, pa.string())
     if dropped.any():
-        for index in np.flatnonzero(dropped).tolist():
-            kept[int(owners[index])].remove(names[index])  # type: ignore[union-attr]
-        keep = pa.array(~dropped)
+        at = np.flatnonzero(dropped)
+        gone: dict[int, set[str]] = {}
+        for owner, name in zip(owners[at].tolist(), name_array.take(pa.array(at)).to_pylist(), strict=True):
+            gone.setdefault(owner, set()).add(name)
+        for owner, names in gone.items():
+            unavailable[owner].extend(names)  # type: ignore[index]
+            kept[owner] = [column for column in kept[owner] if column not in names]  # new lists: layouts share theirs
+        keep = pa.array(~dropped, pa.bool_())
         values = values.filter(keep)
         name_array = name_array.filter(keep)  # in Arrow: a Python list of the kept names cost a tenth of the column
         sizes = np.bincount(owners[~dropped], minlength=len(images))
     offsets = np.zeros(len(images) + 1, np.int32)
     np.cumsum(sizes, out=offsets[1:])
-    absent = np.zeros(len(images), bool)
-    absent[missing] = True
     array = pa.MapArray.from_arrays(
         pa.array(offsets),
-        name_array,
+        name_array.cast(pa.string()),
         values,
         type=type_,
         mask=pa.array(absent),
@@ -427,20 +527,28 @@ class EnvelopeReader:
     repeated member would be dropped by the read and missing from the write), the writer's member order
     (the span's first record's; members it lacks placed where the writer writes them), and numbers spelt
     as the reference's reader reads them (``Decimal``). ``tail``: other members the envelope may hold
-    (name -> type, in the order the writer writes them)."""
+    (name -> type, in the order the writer writes them). ``images``: the payload's image members, read as their
+    ``Raw`` object texts instead when a span is read ``split`` (:func:`image_array`'s ``split``): a ``Raw`` is
+    written back as read, so the splitter checks what the write-back of a dict would have."""
 
-    def __init__(self, name: str, members: dict[str, object], tail: dict[str, object] | None = None) -> None:
-        self.name, self.members, self.tail = name, members, tail or {}
-        self._readers: dict[tuple[tuple[str, ...], tuple[str, ...]], msgspec.json.Decoder] = {}
+    def __init__(
+        self,
+        name: str,
+        members: dict[str, object],
+        tail: dict[str, object] | None = None,
+        images: tuple[str, ...] = (),
+    ) -> None:
+        self.name, self.members, self.tail, self.images = name, members, tail or {}, images
+        self._readers: dict[tuple[tuple[str, ...], tuple[str, ...], bool], msgspec.json.Decoder] = {}
 
-    def span(self, span: bytes) -> tuple[list, np.ndarray, list[bytes]] | None:
+    def span(self, span: bytes, split: bool = False) -> tuple[list, np.ndarray, list[bytes]] | None:
         """The records of a span, the offset of each in it and its schema block (:func:`schema_texts`); None when
         one is not in this shape, is at the record size limit, or may nest deeper than the reference reads
-        (:func:`shallow`)."""
+        (:func:`shallow`). ``split``: the image members as ``Raw`` texts."""
         if not span or span.startswith(b"\xef\xbb\xbf"):
             return None
         text = span if span.endswith(b"\n") else span + b"\n"
-        records = self.records(text)
+        records = self.records(text, split)
         if records is None:
             return None
         starts = record_starts(text, len(records))
@@ -451,11 +559,25 @@ class EnvelopeReader:
             return None
         return records, starts, schemas
 
-    def records(self, text: bytes) -> list | None:
+    def read_batch(self, span: bytes, offset: int, batch: Callable[[list, np.ndarray, list[bytes], bool], Any]) -> Any:
+        """A format's ``decode_span``: ``batch(records, starts, schemas, split)`` of the span's records (their
+        starts counted from ``offset``), the images read as ``Raw`` texts to split in C first (:func:`split_first`);
+        None where the span is not in this shape."""
+
+        def read(split: bool) -> Any:
+            read = self.span(span, split)
+            if read is None:
+                return None
+            records, starts, schemas = read
+            return batch(records, starts + offset, schemas, split)
+
+        return split_first(read)
+
+    def records(self, text: bytes, split: bool = False) -> list | None:
         """The records of ``text`` (whole lines), or None when it is not in this shape."""
         try:
             envelope = _ENVELOPE.decode(text[: text.index(b"\n")])
-            reader = self._reader(tuple(envelope), tuple(_ENVELOPE.decode(envelope["payload"])))
+            reader = self._reader(tuple(envelope), tuple(_ENVELOPE.decode(envelope["payload"])), split)
             if reader is None:
                 return None
             records = reader.decode_lines(text)
@@ -465,10 +587,10 @@ class EnvelopeReader:
             return None
         return records
 
-    def _reader(self, outer: tuple[str, ...], names: tuple[str, ...]) -> msgspec.json.Decoder | None:
+    def _reader(self, outer: tuple[str, ...], names: tuple[str, ...], split: bool) -> msgspec.json.Decoder | None:
         """A reader of records whose envelope members are in the order ``outer`` and payload members in the order
         ``names`` (the span's first record's; members it lacks placed where the writer writes them)."""
-        reader = self._readers.get((outer, names))
+        reader = self._readers.get((outer, names, split))
         if reader is None:
             if (
                 not {"schema", "payload"} <= set(outer) <= {"schema", "payload", *self.tail}
@@ -476,13 +598,14 @@ class EnvelopeReader:
                 or len(self._readers) >= 64
             ):
                 return None
-            fields = [(n, self.members[n] | UnsetType, UNSET) for n in writer_order(names, list(self.members))]
+            kinds = {**self.members, **dict.fromkeys(self.images if split else (), Raw)}
+            fields = [(n, kinds[n] | UnsetType, UNSET) for n in writer_order(names, list(self.members))]
             payload = msgspec.defstruct(f"{self.name}Payload", fields, forbid_unknown_fields=True)
             types: dict[str, Any] = {"schema": Raw, "payload": payload}
             members = [(n, types[n]) if n in types else (n, self.tail[n] | UnsetType, UNSET) for n in outer]
             members += [(n, t | UnsetType, UNSET) for n, t in self.tail.items() if n not in outer]
             envelope = msgspec.defstruct(f"{self.name}Envelope", members, forbid_unknown_fields=True)
-            reader = self._readers[(outer, names)] = msgspec.json.Decoder(envelope, float_hook=Decimal)
+            reader = self._readers[(outer, names, split)] = msgspec.json.Decoder(envelope, float_hook=Decimal)
         return reader
 
 

@@ -35,6 +35,7 @@ from cdclake.formats._json_columns import (
     EnvelopeReader,
     decoded_batch,
     image_array,
+    image_or_none,
     kind_of_kept,
     reference_converter,
 )
@@ -72,7 +73,7 @@ _PAYLOAD: dict[str, object] = {
 }
 _IMAGES = ("before", "data")
 _PLANS = 256
-_READER = EnvelopeReader("Cdl", _PAYLOAD)
+_READER = EnvelopeReader("Cdl", _PAYLOAD, images=_IMAGES)
 
 
 class _Plan:
@@ -123,28 +124,28 @@ def decode_span(decoder: CdlJsonDecoder, span: bytes, file: str, offset: int) ->
     """The events of ``span`` as one record batch of ``DECODED_FILE_SCHEMA`` (``offset``: the span's first
     byte's), exactly as the reference decoder and the builder give them; None when a record is outside
     the shape this path reads (see the module docstring)."""
-    read = _READER.span(span)
-    if read is None:
-        return None
-    records, starts, schemas = read
-    return _batch(decoder, records, starts + offset, schemas, file)
+    return _READER.read_batch(span, offset, lambda *read: _batch(decoder, *read, file))
 
 
 def _batch(
-    decoder: CdlJsonDecoder, records: list, starts: np.ndarray, schemas: list[bytes], file: str
+    decoder: CdlJsonDecoder, records: list, starts: np.ndarray, schemas: list[bytes], split: bool, file: str
 ) -> pa.RecordBatch | None:
     """The span's rows: scalars record by record (``CdlJsonDecoder._message``'s rules), image values a
     column at a time (None: outside the shape). ``schemas``: each record's schema block
-    (``_json_columns.schema_texts``)."""
+    (``_json_columns.schema_texts``). ``split``: the images were read as ``Raw`` texts, split in C
+    (``_json_columns.image_array``)."""
     n = len(records)
     plans, tables, ops, seqs, stamps, tx_ids, keys, metas = [], [], [], [], [], [], [], []
-    befores: list[dict[str, Raw] | None] = []
-    afters: list[dict[str, Raw] | None] = []
+    befores: list[Any] = []
+    afters: list[Any] = []
     for record, schema in zip(records, schemas, strict=True):
         plan = _plan(decoder, schema)
         p = record.payload
         # the payload's members as the reference's dict holds them (every member the reader has, in order)
         payload = {f: v for f in p.__struct_fields__ if (v := getattr(p, f)) is not UNSET}
+        for image in _IMAGES if split else ():
+            if image in payload:
+                payload[image] = image_or_none(payload[image])
         version = payload.get("message_version")
         op_text = payload.get("OPERATION")
         op = _OPS.get(op_text) if type(op_text) is str else None
@@ -188,6 +189,7 @@ def _batch(
                 None,
                 None,
                 DECODED_FILE_SCHEMA.field(column).type,
+                split=split,
             )
             if built is None:
                 return None

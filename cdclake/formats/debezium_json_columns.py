@@ -53,6 +53,7 @@ from cdclake.formats._json_columns import (
     builder_text,
     decoded_batch,
     image_array,
+    image_or_none,
     kind_of_kept,
 )
 from cdclake.formats.debezium_json import (
@@ -82,7 +83,7 @@ _PAYLOAD: dict[str, object] = {
 }
 #: Schema plans kept per decoder (distinct schema blocks of a batch: a few per table).
 _PLANS = 256
-_READER = EnvelopeReader("Debezium", _PAYLOAD)
+_READER = EnvelopeReader("Debezium", _PAYLOAD, images=("before", "after"))
 
 
 class _Plan:
@@ -154,22 +155,19 @@ def decode_span(decoder: DebeziumJsonDecoder, span: bytes, file: str, offset: in
     """The events of ``span`` as one record batch of ``DECODED_FILE_SCHEMA`` (``offset``: the span's first
     byte's), exactly as the reference decoder and the builder give them; None when a record is outside
     the shape this path reads (see the module docstring)."""
-    read = _READER.span(span)
-    if read is None:
-        return None
-    records, starts, schemas = read
-    return _batch(decoder, records, starts + offset, schemas, file)
+    return _READER.read_batch(span, offset, lambda *read: _batch(decoder, *read, file))
 
 
 def _batch(
-    decoder: DebeziumJsonDecoder, records: list, starts: np.ndarray, schemas: list[bytes], file: str
+    decoder: DebeziumJsonDecoder, records: list, starts: np.ndarray, schemas: list[bytes], split: bool, file: str
 ) -> pa.RecordBatch | None:
     """The span's rows: scalars record by record, image values a column at a time (None: outside the shape).
-    ``schemas``: each record's schema block (``_json_columns.schema_texts``)."""
+    ``schemas``: each record's schema block (``_json_columns.schema_texts``). ``split``: the images were read as
+    ``Raw`` texts, split in C (``_json_columns.image_array``)."""
     n = len(records)
     plans, tables, ops, seqs, stamps, tx_ids, payloads = [], [], [], [], [], [], []
-    befores: list[dict[str, Raw] | None] = []
-    afters: list[dict[str, Raw] | None] = []
+    befores: list[Any] = []
+    afters: list[Any] = []
     override = decoder.table_override
     for record, schema in zip(records, schemas, strict=True):
         plan = _plan(decoder, schema)
@@ -184,8 +182,7 @@ def _batch(
             return None
         table = override or _table_name(src)
         position = _position(src)
-        before = None if payload.before is UNSET else payload.before
-        after = None if payload.after is UNSET else payload.after
+        before, after = image_or_none(payload.before), image_or_none(payload.after)
         if not table or position is None or (before is None if op == "DELETE" else after is None):
             return None
         # the members the reference's helpers read of the payload (no other is there: the reader has none)
@@ -212,6 +209,7 @@ def _batch(
                 unavailable,
                 DECODED_FILE_SCHEMA.field(name).type,
                 _dropped_text(decoder),
+                split,
             )
             if image is None:
                 return None

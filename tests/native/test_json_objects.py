@@ -1,0 +1,162 @@
+"""The C splitter of image objects (``cdclake._native._json_objects``) and its use by the JSON columnar paths:
+held to msgspec's dict reading (names, value texts, layouts) and to the dict path's record batches."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from unittest import mock
+
+import msgspec
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from msgspec import Raw
+
+from cdclake._native import _json_objects
+from cdclake.bench.generate import generate
+from cdclake.formats import _json_columns as json_columns
+from cdclake.formats import cdl_json_columns, debezium_json_columns
+from cdclake.registry import get_decoder
+
+_DICTS = msgspec.json.Decoder(dict[str, Raw] | None)
+
+_NAMES = st.text(st.characters(codec="utf-8", exclude_categories=("Cc",), exclude_characters='"\\'), max_size=6)
+_SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(st.characters(codec="utf-8"), max_size=8),
+)
+_VALUES = st.recursive(_SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_NAMES, inner, max_size=3))
+
+
+def _compact(value: object) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+@st.composite
+def _images(draw) -> list[bytes]:
+    """Image texts as a compact writer spells them: objects (names from a few lists, so layouts repeat) or null;
+    nested values sometimes spelt with blanks inside, as ``Raw`` keeps them."""
+    layouts = draw(st.lists(st.lists(_NAMES, unique=True, max_size=5), min_size=1, max_size=4))
+    texts = []
+    for _ in range(draw(st.integers(0, 12))):
+        if draw(st.booleans()) and draw(st.booleans()):
+            texts.append(b"null")
+            continue
+        names = draw(st.sampled_from(layouts))
+        members = []
+        for name in names:
+            value = draw(_VALUES)
+            spaced = isinstance(value, list | dict) and draw(st.booleans())
+            text = json.dumps(value, ensure_ascii=False).encode() if spaced else _compact(value)
+            members.append(_compact(name) + b":" + text)
+        texts.append(b"{" + b",".join(members) + b"}")
+    return texts
+
+
+def _split(texts: list[bytes]):
+    offsets = np.zeros(len(texts) + 1, np.int64)
+    np.cumsum([len(t) for t in texts], out=offsets[1:])
+    return _json_objects.split_objects(b"".join(texts), offsets)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(texts=_images())
+def test_objects_split_as_msgspec_reads_them(texts: list[bytes]):
+    split = _split(texts)
+    assert split is not None
+    counts, layouts, name_offsets, name_data, value_offsets, value_data, firsts, members = split
+    read = [_DICTS.decode(t) for t in texts]
+    names = [name for image in read if image for name in image]
+    values = [bytes(v) for image in read if image for v in image.values()]
+    assert members == len(names)
+    assert np.frombuffer(counts, np.int32).tolist() == [-1 if image is None else len(image) for image in read]
+    ends = np.frombuffer(name_offsets, np.int64)
+    assert [name_data[a:b].decode() for a, b in itertools.pairwise(ends)] == names
+    ends = np.frombuffer(value_offsets, np.int64)
+    assert [value_data[a:b] for a, b in itertools.pairwise(ends)] == values
+    # a layout is one list of names: the same index for the same list, a new one for another
+    lists = [names[first : first + count] for first, count in firsts]
+    assert len({tuple(names) for names in lists}) == len(lists)
+    for image, layout in zip(read, np.frombuffer(layouts, np.int32).tolist(), strict=True):
+        assert layout == -1 if image is None else lists[layout] == list(image)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b'{"a":1 }',  # a blank the dict reader's write-back would not give back
+        b'{"a": 1}',
+        b'{ "a":1}',
+        b'{"a":1, "b":2}',
+        b'{"a\\u0062":1}',  # an escape in a name
+        b"[1,2]",  # not an object
+        b'"text"',
+        b"1",
+        b"{}x",
+    ],
+)
+def test_texts_outside_the_compact_shape_are_not_split(text: bytes):
+    assert _split([b'{"x":1}', text]) is None
+
+
+def test_split_images_leaves_a_name_twice_and_text_outside_utf8_to_the_dict_reader():
+    with pytest.raises(json_columns.Unsplit):
+        json_columns.split_images([Raw(b'{"a":1,"a":2}')])
+    with pytest.raises(json_columns.Unsplit):
+        json_columns.split_images([Raw(b'{"a":"\xff"}')])
+    split = json_columns.split_images([Raw(b'{"a":1,"b":[1, 2]}'), None, Raw(b"{}")])
+    assert split.names.to_pylist() == ["a", "b"]
+    assert split.texts.to_pylist() == ["1", "[1, 2]"]
+    assert split.sizes.tolist() == [2, 0, 0] and split.absent.tolist() == [False, True, False]
+
+
+def test_bad_offsets_are_refused():
+    with pytest.raises(ValueError, match="bounds"):
+        _json_objects.split_objects(b"{}", b"")
+    with pytest.raises(ValueError, match="out of the texts"):
+        _json_objects.split_objects(b"{}", np.array([0, 3], np.int64))
+    with pytest.raises(ValueError, match="ascending"):
+        _json_objects.split_objects(b"{}{}", np.array([0, 3, 2, 4], np.int64))
+
+
+@pytest.fixture(scope="module")
+def bench_spans(tmp_path_factory) -> dict[str, bytes]:
+    """The first span of a generated Debezium and CDL file (images with the unavailable-value placeholder,
+    decimals, dates, partial images: many layouts a span)."""
+    out = tmp_path_factory.mktemp("gen")
+    generated, _ = generate(["debezium-json", "cdl-json"], out, 3_000, file_events=3_000)
+    spans = {}
+    for format_id, gen in generated.items():
+        data = gen.files[0].read_bytes()
+        spans[format_id] = data[: json_columns.span_end(data, 0)]
+    return spans
+
+
+@pytest.mark.parametrize(
+    "format_id, module", [("debezium-json", debezium_json_columns), ("cdl-json", cdl_json_columns)]
+)
+def test_a_split_span_gives_the_batch_of_the_dict_path(bench_spans, format_id, module):
+    span = bench_spans[format_id]
+    split = module.decode_span(get_decoder(format_id), span, "f", 0)
+    with mock.patch.object(json_columns, "_NATIVE", None):
+        dicts = module.decode_span(get_decoder(format_id), span, "f", 0)
+    assert split is not None and split.num_rows > 100
+    assert split.equals(dicts)
+
+
+def test_a_span_the_splitter_refuses_is_read_with_dicts(bench_spans):
+    """A blank between two image members: msgspec's dict reader reads the span (and its write-back check sends
+    it to the reference), so the splitter's refusal costs a second read, never a different batch."""
+    span = bench_spans["debezium-json"]
+    odd = span.replace(b'"after":{"ORDER_ID":', b'"after":{"ORDER_ID": ', 1)
+    assert odd != span
+    with mock.patch.object(json_columns, "split_images", wraps=json_columns.split_images) as splits:
+        batch = debezium_json_columns.decode_span(get_decoder("debezium-json"), odd, "f", 0)
+    assert splits.call_count >= 1  # the splitter was asked first
+    with mock.patch.object(json_columns, "_NATIVE", None):
+        assert batch == debezium_json_columns.decode_span(get_decoder("debezium-json"), odd, "f", 0)
