@@ -527,18 +527,18 @@ class EnvelopeReader:
     repeated member would be dropped by the read and missing from the write), the writer's member order
     (the span's first record's; members it lacks placed where the writer writes them), and numbers spelt
     as the reference's reader reads them (``Decimal``). ``tail``: other members the envelope may hold
-    (name -> type, in the order the writer writes them). ``images``: the payload's image members, read as their
-    ``Raw`` object texts instead when a span is read ``split`` (:func:`image_array`'s ``split``): a ``Raw`` is
-    written back as read, so the splitter checks what the write-back of a dict would have."""
+    (name -> type, in the order the writer writes them). ``images``: the types of the payload's image members when a
+    span is read ``split``, their image objects read as ``Raw`` texts (:func:`image_array`'s ``split``): a ``Raw``
+    is written back as read, so the splitter checks what the write-back of a dict would have."""
 
     def __init__(
         self,
         name: str,
         members: dict[str, object],
         tail: dict[str, object] | None = None,
-        images: tuple[str, ...] = (),
+        images: dict[str, object] | None = None,
     ) -> None:
-        self.name, self.members, self.tail, self.images = name, members, tail or {}, images
+        self.name, self.members, self.tail, self.images = name, members, tail or {}, images or {}
         self._readers: dict[tuple[tuple[str, ...], tuple[str, ...], bool], msgspec.json.Decoder] = {}
 
     def span(self, span: bytes, split: bool = False) -> tuple[list, np.ndarray, list[bytes]] | None:
@@ -598,7 +598,7 @@ class EnvelopeReader:
                 or len(self._readers) >= 64
             ):
                 return None
-            kinds = {**self.members, **dict.fromkeys(self.images if split else (), Raw)}
+            kinds = {**self.members, **(self.images if split else {})}
             fields = [(n, kinds[n] | UnsetType, UNSET) for n in writer_order(names, list(self.members))]
             payload = msgspec.defstruct(f"{self.name}Payload", fields, forbid_unknown_fields=True)
             types: dict[str, Any] = {"schema": Raw, "payload": payload}

@@ -73,7 +73,7 @@ _PAYLOAD: dict[str, object] = {
 }
 _IMAGES = ("before", "data")
 _PLANS = 256
-_READER = EnvelopeReader("Cdl", _PAYLOAD, images=_IMAGES)
+_READER = EnvelopeReader("Cdl", _PAYLOAD, images=dict.fromkeys(_IMAGES, Raw))
 
 
 class _Plan:

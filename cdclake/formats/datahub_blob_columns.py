@@ -44,8 +44,10 @@ from cdclake.formats._json_columns import (
     TS_MILLIS,
     UNNAMED,
     EnvelopeReader,
+    Unsplit,
     decoded_batch,
     image_array,
+    image_or_none,
     reference_converter,
 )
 from cdclake.formats.datahub_blob import _BEFORE_HALVES, _object, _primary_key, _schema_plan, _table_name, _value
@@ -63,7 +65,9 @@ _PAYLOAD: dict[str, object] = {
     "timestamp": Any,
     "ddl": Any,  # a row's: not read (its own op is read by the reference)
 }
-_READER = EnvelopeReader("Blob", _PAYLOAD, {"version": Any})
+#: An image holder with its ``dataColumn`` object read as ``Raw`` text, to split in C (``_json_columns.image_array``).
+_SPLIT_IMAGE = dict[str, Raw] | None
+_READER = EnvelopeReader("Blob", _PAYLOAD, {"version": Any}, dict.fromkeys(("before", "after"), _SPLIT_IMAGE))
 _PLANS = 256
 #: How each StreamX type's values are judged (``_value``: kept, converted at once, or one at a time).
 _KINDS = {"STRING": STR, "LONG": INT, "BOOLEAN": BOOL, "DOUBLE": TEXT_DECIMAL, "DATE": TS_MILLIS, "BYTES": CONVERT}
@@ -104,18 +108,18 @@ def decode_span(decoder: DataHubBlobDecoder, span: bytes, file: str, offset: int
     """The events of ``span`` as one record batch of ``DECODED_FILE_SCHEMA`` (``offset``: the span's first
     byte's) and how many of its bytes they came from, exactly as the reference decoder and the builder give
     them; None when a record is outside the shape this path reads (see the module docstring)."""
-    read = _READER.span(span)
-    if read is None:
-        return None
-    records, starts, schemas = read
-    rows = _rows(decoder, records, (starts + offset).tolist(), schemas)
-    if rows is None:
-        return None
-    read_to, kept = rows
-    batch = _batch(kept, file)
-    if batch is None:
-        return None
-    return batch, len(span) if read_to == len(records) else int(starts[read_to])
+
+    def read(records: list, starts: np.ndarray, schemas: list[bytes], split: bool) -> tuple[pa.RecordBatch, int] | None:
+        rows = _rows(decoder, records, starts.tolist(), schemas, split)
+        if rows is None:
+            return None
+        read_to, kept = rows
+        batch = _batch(kept, file, split)
+        if batch is None:
+            return None
+        return batch, len(span) if read_to == len(records) else int(starts[read_to]) - offset
+
+    return _READER.read_batch(span, offset, read)
 
 
 class _Row:
@@ -132,17 +136,17 @@ class _Row:
 
 
 def _rows(
-    decoder: DataHubBlobDecoder, records: list, offsets: list[int], schemas: list[bytes]
+    decoder: DataHubBlobDecoder, records: list, offsets: list[int], schemas: list[bytes], split: bool
 ) -> tuple[int, list[_Row]] | None:
     """(how many records were read, their events in the reference's order): each message by
     ``DataHubBlobDecoder._message``'s rules, each update's halves joined where the second is read
     (``UpdatePairs.add``). None: a record outside the shape. ``schemas``: each record's schema block
-    (``_json_columns.schema_texts``)."""
+    (``_json_columns.schema_texts``). ``split``: the images' ``dataColumn`` read as ``Raw`` texts."""
     rows: list[_Row | None] = []
     pending: dict[tuple[str, str], int] = {}
     pairs: list[tuple[int, int]] = []
     for index, record in enumerate(records):
-        row = _row(decoder, record, offsets[index], schemas[index])
+        row = _row(decoder, record, offsets[index], schemas[index], split)
         if row is None:
             return None
         rows.append(row)
@@ -180,7 +184,7 @@ def _cut(records: int, unpaired: Any, pairs: list[tuple[int, int]]) -> int:
         cut = int(firsts[split].min())
 
 
-def _row(decoder: DataHubBlobDecoder, record: Any, offset: int, schema: bytes) -> _Row | None:
+def _row(decoder: DataHubBlobDecoder, record: Any, offset: int, schema: bytes, split: bool) -> _Row | None:
     """One message's event (or half), as the reference's ``_message`` makes it; None: one it rejects or that
     this path leaves to it."""
     plan = _plan(decoder, schema)
@@ -197,7 +201,7 @@ def _row(decoder: DataHubBlobDecoder, record: Any, offset: int, schema: bytes) -
         seq, snapshot = datahub_seq(sequence, "sequenceId")
     except RecordError:
         return None
-    before, after = _image(p.before), _image(p.after)
+    before, after = _image(p.before, split), _image(p.after, split)
     meta: dict[str, Any] = {"op": op, "sequenceId": sequence}
     if timestamp is not None:
         meta["timestamp"] = timestamp
@@ -226,10 +230,16 @@ def _row(decoder: DataHubBlobDecoder, record: Any, offset: int, schema: bytes) -
     return _Row("UPDATE", before, after, (plan, plan), *scalars, side, op)
 
 
-def _image(holder: Any) -> dict[str, Raw] | None:
-    """``payload.<image>.dataColumn`` (None: no image), as the reference's ``_image`` finds it."""
+def _image(holder: Any, split: bool) -> Any:
+    """``payload.<image>.dataColumn`` (None: no image), as the reference's ``_image`` finds it. ``split``: the
+    holder's members are ``Raw`` texts; one beside ``dataColumn`` is left to the dict reader (:class:`Unsplit`),
+    which checks that it is an object or null written as the writer writes it."""
     if holder is UNSET or not holder:
         return None
+    if split:
+        if len(holder) != 1 or "dataColumn" not in holder:
+            raise Unsplit
+        return image_or_none(holder["dataColumn"])
     return holder.get("dataColumn")
 
 
@@ -253,8 +263,9 @@ def _joined(first: _Row, second: _Row) -> _Row:
     )
 
 
-def _batch(rows: list[_Row], file: str) -> pa.RecordBatch | None:
-    """The rows as columns, image values a column at a time (None: a value the reference refuses)."""
+def _batch(rows: list[_Row], file: str, split: bool) -> pa.RecordBatch | None:
+    """The rows as columns, image values a column at a time (None: a value the reference refuses). ``split``: the
+    images are ``Raw`` object texts (``_json_columns.image_array``)."""
     try:
         arrays = {}
         for name in ("before", "after"):
@@ -266,6 +277,7 @@ def _batch(rows: list[_Row], file: str) -> pa.RecordBatch | None:
                 None,
                 None,
                 DECODED_FILE_SCHEMA.field(name).type,
+                split=split,
             )
             if built is None:
                 return None

@@ -83,7 +83,7 @@ _PAYLOAD: dict[str, object] = {
 }
 #: Schema plans kept per decoder (distinct schema blocks of a batch: a few per table).
 _PLANS = 256
-_READER = EnvelopeReader("Debezium", _PAYLOAD, images=("before", "after"))
+_READER = EnvelopeReader("Debezium", _PAYLOAD, images=dict.fromkeys(("before", "after"), Raw))
 
 
 class _Plan:

@@ -17,7 +17,7 @@ from msgspec import Raw
 from cdclake._native import _json_objects
 from cdclake.bench.generate import generate
 from cdclake.formats import _json_columns as json_columns
-from cdclake.formats import cdl_json_columns, debezium_json_columns
+from cdclake.formats import cdl_json_columns, datahub_blob_columns, debezium_json_columns
 from cdclake.registry import get_decoder
 
 _DICTS = msgspec.json.Decoder(dict[str, Raw] | None)
@@ -126,10 +126,10 @@ def test_bad_offsets_are_refused():
 
 @pytest.fixture(scope="module")
 def bench_spans(tmp_path_factory) -> dict[str, bytes]:
-    """The first span of a generated Debezium and CDL file (images with the unavailable-value placeholder,
-    decimals, dates, partial images: many layouts a span)."""
+    """The first span of a generated Debezium, CDL and DataHub BLOB file (images with the unavailable-value
+    placeholder, decimals, dates, partial images: many layouts a span; BLOB's update halves)."""
     out = tmp_path_factory.mktemp("gen")
-    generated, _ = generate(["debezium-json", "cdl-json"], out, 3_000, file_events=3_000)
+    generated, _ = generate(["debezium-json", "cdl-json", "datahub-blob"], out, 3_000, file_events=3_000)
     spans = {}
     for format_id, gen in generated.items():
         data = gen.files[0].read_bytes()
@@ -138,15 +138,31 @@ def bench_spans(tmp_path_factory) -> dict[str, bytes]:
 
 
 @pytest.mark.parametrize(
-    "format_id, module", [("debezium-json", debezium_json_columns), ("cdl-json", cdl_json_columns)]
+    "format_id, module",
+    [("debezium-json", debezium_json_columns), ("cdl-json", cdl_json_columns), ("datahub-blob", datahub_blob_columns)],
 )
 def test_a_split_span_gives_the_batch_of_the_dict_path(bench_spans, format_id, module):
     span = bench_spans[format_id]
-    split = module.decode_span(get_decoder(format_id), span, "f", 0)
+    with mock.patch.object(json_columns, "split_images", wraps=json_columns.split_images) as splits:
+        split = module.decode_span(get_decoder(format_id), span, "f", 0)
     with mock.patch.object(json_columns, "_NATIVE", None):
         dicts = module.decode_span(get_decoder(format_id), span, "f", 0)
+    assert splits.call_count == 2  # both image columns, once
+    if isinstance(split, tuple):  # BLOB: (batch, bytes read)
+        assert split[1] == dicts[1]
+        split, dicts = split[0], dicts[0]
     assert split is not None and split.num_rows > 100
     assert split.equals(dicts)
+
+
+def test_a_blob_image_holder_with_another_member_is_read_with_dicts(bench_spans):
+    span = bench_spans["datahub-blob"]
+    odd = span.replace(b'"after":{"dataColumn":', b'"after":{"other":[1],"dataColumn":', 1)
+    assert odd != span
+    with mock.patch.object(json_columns, "_NATIVE", None):
+        dicts = datahub_blob_columns.decode_span(get_decoder("datahub-blob"), odd, "f", 0)
+    assert dicts is None  # a holder member that is not an object: the dict reader leaves the span to the reference
+    assert datahub_blob_columns.decode_span(get_decoder("datahub-blob"), odd, "f", 0) is None
 
 
 def test_a_span_the_splitter_refuses_is_read_with_dicts(bench_spans):
