@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cdclake.arrow_tables import ChunkedTake
 from cdclake.compaction.arrow_typing import typed_values
 from cdclake.compaction.folding import _out_schema, fold_part
 from cdclake.compaction.lake_tables import META_NAMES, table_schema
@@ -67,20 +68,30 @@ def _run_ends(flags: np.ndarray, gid: np.ndarray, groups: int, last: bool = True
 class _Image:
     """One image column (a map of column -> JSON text) flattened once, looked up per column name.
 
-    The maps stay in the events' own order (no copy of every image's text into the sorted order: the
-    largest part of a bulk batch); ``order`` (the sorted position -> row of the map column) turns each
-    lookup's answers into the sorted order."""
+    The maps stay in the events' own order and chunks (no copy of every image's text into the sorted order, nor
+    into one array: the largest part of a bulk batch, and fresh memory costs the kernel's clearing here);
+    ``order`` (the sorted position -> row of the map column) turns each lookup's answers into the sorted order."""
 
-    def __init__(self, images: pa.MapArray, order: np.ndarray):
-        n = len(images)
-        offsets = _np(images.offsets).astype(np.int64)  # absolute into the children (a slice keeps them)
-        start, end = (int(offsets[0]), int(offsets[-1])) if offsets.size else (0, 0)
-        self.parents = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets)) if n else np.zeros(0, np.int64)
-        encoded = pc.dictionary_encode(images.keys.slice(start, end - start))
-        self.values = images.items.slice(start, end - start)
-        self.codes = _np(encoded.indices).astype(np.int64)
-        self.code_of = {k: i for i, k in enumerate(encoded.dictionary.to_pylist())}
-        self.n = n
+    def __init__(self, images: pa.MapArray | pa.ChunkedArray, order: np.ndarray):
+        chunks = images.chunks if isinstance(images, pa.ChunkedArray) else [images]
+        self.code_of: dict[str, int] = {}
+        parents, codes, values = [], [], []
+        first = 0
+        for chunk in chunks:
+            offsets = _np(chunk.offsets).astype(np.int64)  # absolute into the children (a slice keeps them)
+            start, end = (int(offsets[0]), int(offsets[-1])) if offsets.size else (0, 0)
+            parents.append(np.repeat(np.arange(first, first + len(chunk), dtype=np.int64), np.diff(offsets)))
+            encoded = pc.dictionary_encode(chunk.keys.slice(start, end - start))
+            # each chunk's own dictionary, its codes mapped onto the codes of every chunk's names
+            codes_here = [self.code_of.setdefault(k, len(self.code_of)) for k in encoded.dictionary.to_pylist()]
+            codes.append(np.asarray(codes_here, np.int64)[_np(encoded.indices).astype(np.int64)])
+            values.append(chunk.items.slice(start, end - start))
+            first += len(chunk)
+        self.parents = np.concatenate(parents) if parents else np.zeros(0, np.int64)
+        self.codes = np.concatenate(codes) if codes else np.zeros(0, np.int64)
+        self.values = values
+        self.value_firsts = np.cumsum([0] + [len(v) for v in values], dtype=np.int64)
+        self.n = first
         self.order = order
 
     def lookup(self, name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -96,8 +107,23 @@ class _Image:
         return present[self.order], at[self.order]
 
     def texts(self, at: np.ndarray) -> pa.Array:
-        """The values at flat indexes ``at`` (NULL where -1), taken in Arrow: no Python string per value."""
-        return self.values.take(pa.array(at, pa.int64(), mask=at < 0))
+        """The values at flat indexes ``at`` (NULL where -1), taken in Arrow: no Python string per value, and from
+        each chunk its own values (a take from many chunks would join them all first)."""
+        if len(self.values) == 1:
+            return self.values[0].take(pa.array(at, pa.int64(), mask=at < 0))
+        owner = np.searchsorted(self.value_firsts, at, side="right") - 1
+        owner[at < 0] = -1
+        by_owner = np.argsort(owner, kind="stable")
+        cuts = np.searchsorted(owner[by_owner], np.arange(-1, len(self.values) + 1))
+        pieces = [pa.nulls(int(cuts[1] - cuts[0]), self.values[0].type if self.values else pa.string())]
+        for i, chunk in enumerate(self.values):
+            rows = by_owner[cuts[i + 1] : cuts[i + 2]]
+            if len(rows):
+                pieces.append(chunk.take(pa.array(at[rows] - self.value_firsts[i], pa.int64())))
+        # the pieces hold the values in ``by_owner``'s order: put each back at its place
+        back = np.empty(len(at), np.int64)
+        back[by_owner] = np.arange(len(at), dtype=np.int64)
+        return pa.concat_arrays(pieces).take(pa.array(back, pa.int64()))
 
 
 #: The change-log columns the fold reads besides the images.
@@ -161,8 +187,8 @@ def fold_arrow(
     base_applies = (reset_g < 0) | is_delete[np.maximum(reset_g, 0)] if n else np.zeros(0, dtype=bool)
     base_g = _run_ends(live & after_reset, gid, groups, last=False)
     sorted_rows = np.asarray(image_rows, np.int64)[_np(order).astype(np.int64)]
-    after = _Image(events["after"].combine_chunks(), sorted_rows)
-    before = _Image(events["before"].combine_chunks(), sorted_rows)
+    after = _Image(events["after"], sorted_rows)
+    before = _Image(events["before"], sorted_rows)
 
     arrays = []
     for name, type_name in columns:
@@ -324,8 +350,7 @@ def fold_driver(
     if not can_fold_arrow(rows, cmap):
         return fold_part(events, rows, cmap=cmap, markers=markers, **args)
     # rows are picked by position, never by a filter of the whole batch: its image maps are most of its bytes;
-    # and from one chunk (a take from many chunks joins them all first, once per take)
-    events = events.combine_chunks()
+    # and from each chunk its own (a take from many chunks joins them all first, once per take)
     moved = events.select(["_key", "_old_key"]).take(np.flatnonzero(_np(pc.is_valid(events["_old_key"]))))
     pairs = sorted(set(zip(moved["_key"].to_pylist(), moved["_old_key"].to_pylist(), strict=True)))
     linked = sorted(_component_homes(pairs, buckets)) if pairs else []
@@ -337,7 +362,7 @@ def fold_driver(
     parts = []
     if in_component is not None:
         component_rows = np.flatnonzero(in_component)
-        component_events = events.take(component_rows)
+        component_events = ChunkedTake(events).take(component_rows)
         chained, gone_keys = chain_keys(component_events, pairs, batch_id)
         if chained:
             chain_rows, relabeled, component_events = _relabeled(component_events, chained, buckets)

@@ -54,6 +54,12 @@ def moves(drawn, first_offset: int) -> list[dict]:
     return rows
 
 
+def chunked(log: pa.Table, size: int) -> pa.Table:
+    """``log`` in chunks of ``size`` rows (0: one chunk), as a large batch's log append arrives: the fold reads
+    each chunk's images where they are."""
+    return pa.Table.from_batches(log.to_batches(max_chunksize=size), schema=log.schema) if size else log
+
+
 def current_rows(ids: set[int]) -> pa.Table:
     rows = [
         {
@@ -74,11 +80,11 @@ def current_rows(ids: set[int]) -> pa.Table:
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
-@given(st.lists(event_st, min_size=0, max_size=14), st.sampled_from([None, "0003"]))
-def test_arrow_fold_equals_the_reference(drawn, truncate_seq):
+@given(st.lists(event_st, min_size=0, max_size=14), st.sampled_from([None, "0003"]), st.sampled_from([0, 1, 4]))
+def test_arrow_fold_equals_the_reference(drawn, truncate_seq, chunk):
     log = pa.Table.from_pylist(log_rows(drawn), schema=LOG_SCHEMA)
     # replays tie on order: the reference applies them in input order, the native fold by batch id
-    log = log.sort_by([("_cdc_batch", "ascending")])
+    log = chunked(log.sort_by([("_cdc_batch", "ascending")]), chunk)
     reference = fold_part(log, None, truncate_seq=truncate_seq, markers=True, **ARGS)
     assert rows_of(fold_arrow(log, COLUMNS, CURRENT, truncate_seq)) == rows_of(reference)
 
@@ -90,11 +96,12 @@ def test_arrow_fold_equals_the_reference(drawn, truncate_seq):
     st.sets(st.integers(1, 5)),
     st.sampled_from([None, "0003"]),
     st.booleans(),
+    st.sampled_from([0, 1, 3]),
 )
-def test_driver_fold_with_key_changes_and_rows_equals_the_reference(drawn, moved, ids, truncate_seq, markers):
+def test_driver_fold_with_key_changes_and_rows_equals_the_reference(drawn, moved, ids, truncate_seq, markers, chunk):
     rows = log_rows(drawn)
     log = pa.Table.from_pylist(rows + moves(moved, len(rows)), schema=LOG_SCHEMA)
-    log = log.sort_by([("_cdc_batch", "ascending")])
+    log = chunked(log.sort_by([("_cdc_batch", "ascending")]), chunk)
     current = current_rows(ids) if ids else None
     if markers:  # the merge-on-read path reads no current rows
         current = None
@@ -116,11 +123,12 @@ def _this_batch(drawn) -> list:
     st.sets(st.integers(1, 5)),
     st.sampled_from([None, "0003"]),
     st.booleans(),
+    st.sampled_from([0, 2]),
 )
-def test_key_change_chains_of_one_batch_fold_as_the_reference(drawn, moved, ids, truncate_seq, markers):
+def test_key_change_chains_of_one_batch_fold_as_the_reference(drawn, moved, ids, truncate_seq, markers, chunk):
     rows = log_rows(_this_batch(drawn))
     moved = [(old, new, seq, CURRENT) for old, new, seq, _ in moved]
-    log = pa.Table.from_pylist(rows + moves(moved, len(rows)), schema=LOG_SCHEMA)
+    log = chunked(pa.Table.from_pylist(rows + moves(moved, len(rows)), schema=LOG_SCHEMA), chunk)
     current = None if markers else (current_rows(ids) if ids else None)
     args = {**ARGS, "truncate_seq": truncate_seq, "markers": markers}
     assert rows_of(fold_driver(log, current, **args)) == rows_of(fold_part(log, current, **args))
