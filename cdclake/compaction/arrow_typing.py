@@ -35,6 +35,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cdclake._native import text_forms as _TEXT_FORMS
+from cdclake.arrow_text import text_buffers
 from cdclake.coltypes import BOOLEAN, DATE, DOUBLE, LONG, STRING, TIMESTAMP, CastError, arrow_type, cast
 from cdclake.events import from_json
 
@@ -48,6 +50,7 @@ _JSON_STRING = r'^"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"$'
 #: A JSON string as ``events.from_json`` returns it without parsing (its inside).
 _UNESCAPED_STRING = r'^"[^"\\]*"$'
 _BOOL = "^(?:true|false)$"
+_BOOLS = pa.array(["true", "false"])
 #: A JSON string without escapes or control characters: its text is its canonical key piece
 #: (``json.dumps(..., ensure_ascii=False)``).
 _PLAIN_STRING = r'^"[^"\\\x00-\x1f]*"$'
@@ -70,8 +73,32 @@ _ISO_TIMESTAMP = (
 _DECIMAL = re.compile(r"^decimal\((\d+),\s*(\d+)\)$")
 
 
+#: The patterns a hand-written scanner of ``cdclake._native._text_forms`` reads exactly alike (the decimal patterns
+#: are added as :func:`_decimal_pattern` makes them): ``number_forms``' (int_max, frac_max, exp_max, neg_zero) or
+#: ``quoted_forms``' (controls,).
+_FORMS: dict[str, tuple[int, ...]] = {
+    _LONG: (18, 0, 0, 1),
+    _LONG_KEY: (18, 0, 0, 0),
+    _NUMBER: (300, -1, 3, 1),
+    _DOUBLE: (21, 20, 2, 0),
+    _UNESCAPED_STRING: (1,),
+    _PLAIN_STRING: (0,),
+}
+
+
 def _matches(values: pa.Array, pattern: str) -> np.ndarray:
-    return pc.fill_null(pc.match_substring_regex(values, pattern), False).to_numpy(zero_copy_only=False)
+    """Which of ``values`` match ``pattern`` (NULL: no); by a scanner in C where one reads the pattern."""
+    form = _FORMS.get(pattern) if _TEXT_FORMS is not None else None
+    if form is None:
+        if pattern == _BOOL:
+            return pc.is_in(values, value_set=_BOOLS).to_numpy(zero_copy_only=False)
+        return pc.fill_null(pc.match_substring_regex(values, pattern), False).to_numpy(zero_copy_only=False)
+    offsets, data = text_buffers(values)
+    scan = _TEXT_FORMS.number_forms if len(form) == 4 else _TEXT_FORMS.quoted_forms  # type: ignore[union-attr]
+    matched = np.frombuffer(scan(data, offsets, *form), np.bool_)
+    if values.null_count:
+        matched = matched & values.is_valid().to_numpy(zero_copy_only=False)
+    return matched
 
 
 def _decimal_pattern(type_name: str) -> str | None:
@@ -84,7 +111,9 @@ def _decimal_pattern(type_name: str) -> str | None:
     if whole < 1:
         return None
     fraction = f"(?:\\.[0-9]{{1,{scale}}})?" if scale else ""
-    return f"^-?(?:0|[1-9][0-9]{{0,{whole - 1}}}){fraction}$"
+    pattern = f"^-?(?:0|[1-9][0-9]{{0,{whole - 1}}}){fraction}$"
+    _FORMS.setdefault(pattern, (whole, scale, 0, 1))
+    return pattern
 
 
 def _entries(images: pa.Array) -> tuple[pa.Array, pa.Array, np.ndarray]:

@@ -1,0 +1,144 @@
+/* Which texts of an Arrow string column have one of a few fixed forms (cdclake._native).
+ *
+ * The merge's routing and typing judge every image value by a regular expression of its column type
+ * (``compaction/arrow_typing.py``: a JSON integer of at most 18 digits, a plain decimal, a string without
+ * escapes...). Arrow's regex kernel took a third of a bulk batch's compact step; these are the same forms as
+ * hand-written scanners, held to the regular expressions by tests.
+ *
+ * number_forms(data, offsets, int_max, frac_max, exp_max, neg_zero):
+ *   per text, whether it is  -?(0|[1-9][0-9]{0,int_max-1})(\.[0-9]{1,frac_max})?([eE][+-]?[0-9]{1,exp_max})?
+ *   (frac_max 0: no fraction; -1: any number of fraction digits; exp_max 0: no exponent); neg_zero 0 refuses
+ *   "-0" with neither fraction nor exponent.
+ * quoted_forms(data, offsets, controls):
+ *   per text, whether it is  "[^"\\]*"  (controls 0: no byte below 0x20 inside either).
+ * Both take the column's data bytes and its n + 1 int64 offsets; they return a bytearray of n 0s or 1s
+ * (writable: numpy reads it in place).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+
+static int digits(const unsigned char *t, int64_t *p, int64_t len) {
+    int64_t start = *p;
+    while (*p < len && t[*p] >= '0' && t[*p] <= '9') (*p)++;
+    return (int)(*p - start > INT32_MAX ? INT32_MAX : *p - start);
+}
+
+static int number_form(const unsigned char *t, int64_t len, int int_max, int frac_max, int exp_max, int neg_zero) {
+    int64_t p = 0;
+    int negative = 0;
+    if (p < len && t[p] == '-') {
+        negative = 1;
+        p++;
+    }
+    if (p >= len) return 0;
+    int zero = 0;
+    if (t[p] == '0') {
+        zero = 1;
+        p++;
+    } else if (t[p] >= '1' && t[p] <= '9') {
+        if (digits(t, &p, len) > int_max) return 0;
+    } else {
+        return 0;
+    }
+    int tail = 0;
+    if (p < len && t[p] == '.') {
+        if (frac_max == 0) return 0;
+        p++;
+        int n = digits(t, &p, len);
+        if (n < 1 || (frac_max > 0 && n > frac_max)) return 0;
+        tail = 1;
+    }
+    if (p < len && (t[p] == 'e' || t[p] == 'E')) {
+        if (exp_max == 0) return 0;
+        p++;
+        if (p < len && (t[p] == '+' || t[p] == '-')) p++;
+        int n = digits(t, &p, len);
+        if (n < 1 || n > exp_max) return 0;
+        tail = 1;
+    }
+    if (p != len) return 0;
+    if (negative && zero && !tail && !neg_zero) return 0;
+    return 1;
+}
+
+static int quoted_form(const unsigned char *t, int64_t len, int controls) {
+    if (len < 2 || t[0] != '"' || t[len - 1] != '"') return 0;
+    for (int64_t i = 1; i < len - 1; i++) {
+        unsigned char c = t[i];
+        if (c == '"' || c == '\\' || (!controls && c < 0x20)) return 0;
+    }
+    return 1;
+}
+
+/* The column's buffers, checked: n + 1 ascending int64 offsets within the data. */
+static int column(Py_buffer *data, Py_buffer *offs, Py_ssize_t *n) {
+    if (offs->len < 8 || offs->len % 8 != 0) {
+        PyErr_SetString(PyExc_ValueError, "offsets: n + 1 int64 bounds");
+        return 0;
+    }
+    const int64_t *o = (const int64_t *)offs->buf;
+    *n = offs->len / 8 - 1;
+    if (o[0] < 0 || o[*n] > data->len) {
+        PyErr_SetString(PyExc_ValueError, "offsets out of the texts");
+        return 0;
+    }
+    for (Py_ssize_t i = 0; i < *n; i++) {
+        if (o[i] > o[i + 1]) {
+            PyErr_SetString(PyExc_ValueError, "offsets not ascending");
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static PyObject *number_forms(PyObject *self, PyObject *args) {
+    Py_buffer data, offs;
+    int int_max, frac_max, exp_max, neg_zero;
+    if (!PyArg_ParseTuple(args, "y*y*iiii", &data, &offs, &int_max, &frac_max, &exp_max, &neg_zero)) return NULL;
+    PyObject *out = NULL;
+    Py_ssize_t n;
+    if (column(&data, &offs, &n)) {
+        out = PyByteArray_FromStringAndSize(NULL, n);
+        if (out) {
+            const unsigned char *t = (const unsigned char *)data.buf;
+            const int64_t *o = (const int64_t *)offs.buf;
+            char *r = PyByteArray_AS_STRING(out);
+            for (Py_ssize_t i = 0; i < n; i++)
+                r[i] = (char)number_form(t + o[i], o[i + 1] - o[i], int_max, frac_max, exp_max, neg_zero);
+        }
+    }
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&offs);
+    return out;
+}
+
+static PyObject *quoted_forms(PyObject *self, PyObject *args) {
+    Py_buffer data, offs;
+    int controls;
+    if (!PyArg_ParseTuple(args, "y*y*i", &data, &offs, &controls)) return NULL;
+    PyObject *out = NULL;
+    Py_ssize_t n;
+    if (column(&data, &offs, &n)) {
+        out = PyByteArray_FromStringAndSize(NULL, n);
+        if (out) {
+            const unsigned char *t = (const unsigned char *)data.buf;
+            const int64_t *o = (const int64_t *)offs.buf;
+            char *r = PyByteArray_AS_STRING(out);
+            for (Py_ssize_t i = 0; i < n; i++) r[i] = (char)quoted_form(t + o[i], o[i + 1] - o[i], controls);
+        }
+    }
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&offs);
+    return out;
+}
+
+static PyMethodDef methods[] = {
+    {"number_forms", number_forms, METH_VARARGS, "Which texts are JSON numbers of a bounded form."},
+    {"quoted_forms", quoted_forms, METH_VARARGS, "Which texts are JSON strings without escapes."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_text_forms", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__text_forms(void) { return PyModule_Create(&module); }
