@@ -92,45 +92,43 @@ static int column(Py_buffer *data, Py_buffer *offs, Py_ssize_t *n) {
     return 1;
 }
 
-static PyObject *number_forms(PyObject *self, PyObject *args) {
-    Py_buffer data, offs;
-    int int_max, frac_max, exp_max, neg_zero;
-    if (!PyArg_ParseTuple(args, "y*y*iiii", &data, &offs, &int_max, &frac_max, &exp_max, &neg_zero)) return NULL;
+/* The form of each text: ``form(text, length, params)`` into a bytearray of n 0s or 1s. */
+static PyObject *scan(Py_buffer *data, Py_buffer *offs, int (*form)(const unsigned char *, int64_t, const int *),
+                      const int *params) {
     PyObject *out = NULL;
     Py_ssize_t n;
-    if (column(&data, &offs, &n)) {
+    if (column(data, offs, &n)) {
         out = PyByteArray_FromStringAndSize(NULL, n);
         if (out) {
-            const unsigned char *t = (const unsigned char *)data.buf;
-            const int64_t *o = (const int64_t *)offs.buf;
+            const unsigned char *t = (const unsigned char *)data->buf;
+            const int64_t *o = (const int64_t *)offs->buf;
             char *r = PyByteArray_AS_STRING(out);
-            for (Py_ssize_t i = 0; i < n; i++)
-                r[i] = (char)number_form(t + o[i], o[i + 1] - o[i], int_max, frac_max, exp_max, neg_zero);
+            for (Py_ssize_t i = 0; i < n; i++) r[i] = (char)form(t + o[i], o[i + 1] - o[i], params);
         }
     }
-    PyBuffer_Release(&data);
-    PyBuffer_Release(&offs);
+    PyBuffer_Release(data);
+    PyBuffer_Release(offs);
     return out;
+}
+
+static int number_params(const unsigned char *t, int64_t len, const int *p) {
+    return number_form(t, len, p[0], p[1], p[2], p[3]);
+}
+
+static int quoted_params(const unsigned char *t, int64_t len, const int *p) { return quoted_form(t, len, p[0]); }
+
+static PyObject *number_forms(PyObject *self, PyObject *args) {
+    Py_buffer data, offs;
+    int params[4];
+    if (!PyArg_ParseTuple(args, "y*y*iiii", &data, &offs, &params[0], &params[1], &params[2], &params[3])) return NULL;
+    return scan(&data, &offs, number_params, params);
 }
 
 static PyObject *quoted_forms(PyObject *self, PyObject *args) {
     Py_buffer data, offs;
-    int controls;
-    if (!PyArg_ParseTuple(args, "y*y*i", &data, &offs, &controls)) return NULL;
-    PyObject *out = NULL;
-    Py_ssize_t n;
-    if (column(&data, &offs, &n)) {
-        out = PyByteArray_FromStringAndSize(NULL, n);
-        if (out) {
-            const unsigned char *t = (const unsigned char *)data.buf;
-            const int64_t *o = (const int64_t *)offs.buf;
-            char *r = PyByteArray_AS_STRING(out);
-            for (Py_ssize_t i = 0; i < n; i++) r[i] = (char)quoted_form(t + o[i], o[i + 1] - o[i], controls);
-        }
-    }
-    PyBuffer_Release(&data);
-    PyBuffer_Release(&offs);
-    return out;
+    int params[1];
+    if (!PyArg_ParseTuple(args, "y*y*i", &data, &offs, &params[0])) return NULL;
+    return scan(&data, &offs, quoted_params, params);
 }
 
 static PyMethodDef methods[] = {
