@@ -117,6 +117,8 @@ def short(value: Any, limit: int = 60) -> str:
 
 def datahub_seq(value: Any, name: str) -> tuple[str, bool]:
     """(``seq``, is a snapshot row) of a DataHub sequence id; :class:`RecordError` if unusable."""
+    if type(value) is str and len(value) <= SEQ_WIDTH and value.isascii() and value.isdigit():
+        return value.zfill(SEQ_WIDTH), False  # the common case, as the checks below give it, without their calls
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise RecordError(f"{name} must be a string of digits, not {json_kind(value)} {short(value)}")
     text = str(value).strip()
@@ -161,6 +163,8 @@ def millis_text(amount: int) -> str:
 
 def epoch_millis(value: Any, name: str) -> dt.datetime | None:
     """Epoch milliseconds (number or digits) as a UTC datetime; None when absent or negative (-1: unknown)."""
+    if type(value) is int and value >= 0:  # the common case, as below
+        return from_epoch(value, "milliseconds")
     if value is None or value == "":
         return None
     millis = integer(value)

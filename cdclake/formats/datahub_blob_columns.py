@@ -210,7 +210,7 @@ def _row(decoder: DataHubBlobDecoder, record: Any, offset: int, schema: bytes, s
     if record.version is not UNSET and record.version is not None:
         meta["version"] = record.version
     if plan.hints:
-        meta["column_types"] = dict(plan.hints)
+        meta["column_types"] = plan.hints  # shared by the plan's events: nothing changes a meta before its text
     scalars = (plan.table, seq, event_ts, plan.keys, meta, offset)
     if op == "INSERT":
         if after is None or before is not None:
