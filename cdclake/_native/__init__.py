@@ -28,3 +28,5 @@ def _load(name: str) -> ModuleType | None:
 json_objects: ModuleType | None = _load("_json_objects")
 #: ``number_forms`` and ``quoted_forms`` (see ``_text_forms.c``), or None likewise.
 text_forms: ModuleType | None = _load("_text_forms")
+#: ``epoch_texts`` (see ``_value_texts.c``), or None likewise.
+value_texts: ModuleType | None = _load("_value_texts")

@@ -1,0 +1,150 @@
+/* Integer dates and timestamps spelt as the decode task writes them (cdclake._native).
+ *
+ * epoch_texts(data, offsets, rows, kinds): for each row of an Arrow string column (``data``, its n + 1 int64
+ * ``offsets``) listed in ``rows`` (int64), a JSON integer of at most 16 characters counting days, milli-, micro-
+ * or nanoseconds since the epoch (``kinds``, one int8 a row: 6, 7, 8, 9, ``_json_columns``' DATE_DAYS..TS_NANOS),
+ * its text as ``_json_columns._with_epoch_texts`` spells it: ``"YYYY-MM-DD"`` or ``"YYYY-MM-DDTHH:MM:SS.ffffffZ"``,
+ * for instants of the years 1000-9999 only (nanoseconds rounded down to the microsecond, as Python's floor
+ * division does). Returns (done: a bytearray of 0 or 1 a row, the done rows' texts as int64 offsets and data).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define DAY_US 86400000000LL
+#define MIN_US (-30610224000000000LL) /* 1000-01-01T00:00:00 */
+#define MAX_US 253402300799999999LL   /* 9999-12-31T23:59:59.999999 */
+#define DATE_DAYS 6
+#define TS_MILLIS 7
+#define TS_MICROS 8
+#define TS_NANOS 9
+
+static int64_t floor_div(int64_t a, int64_t b) {
+    int64_t q = a / b;
+    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+}
+
+/* -?[0-9]+ of at most 16 characters, as Arrow's cast reads it (the caller passes JSON integers only). */
+static int parse_integer(const unsigned char *t, int64_t len, int64_t *out) {
+    if (len < 1 || len > 16) return 0;
+    int64_t p = 0, n = 0;
+    int negative = t[0] == '-';
+    if (negative) p++;
+    if (p >= len) return 0;
+    for (; p < len; p++) {
+        if (t[p] < '0' || t[p] > '9') return 0;
+        n = n * 10 + (t[p] - '0');
+    }
+    *out = negative ? -n : n;
+    return 1;
+}
+
+/* Howard Hinnant's civil_from_days: the proleptic Gregorian date of a day count since 1970-01-01. */
+static void civil(int64_t z, int *year, int *month, int *day) {
+    z += 719468;
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    int64_t doe = z - era * 146097;
+    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    int64_t mp = (5 * doy + 2) / 153;
+    *day = (int)(doy - (153 * mp + 2) / 5 + 1);
+    *month = (int)(mp < 10 ? mp + 3 : mp - 9);
+    *year = (int)(yoe + era * 400 + (*month <= 2));
+}
+
+/* The instant in microseconds, or 0 when outside the years 1000-9999 (or the kind's safe range). */
+static int micros_of(int64_t n, int kind, int64_t *us) {
+    switch (kind) {
+    case DATE_DAYS:
+        if (n > 4000000 || n < -4000000) return 0;
+        *us = n * DAY_US;
+        break;
+    case TS_MILLIS:
+        if (n > MAX_US / 1000 + 1 || n < MIN_US / 1000 - 1) return 0;
+        *us = n * 1000;
+        break;
+    case TS_MICROS:
+        *us = n;
+        break;
+    case TS_NANOS:
+        *us = floor_div(n, 1000);
+        break;
+    default:
+        return 0;
+    }
+    return *us >= MIN_US && *us <= MAX_US;
+}
+
+static PyObject *epoch_texts(PyObject *self, PyObject *args) {
+    Py_buffer data, offs, rows, kinds;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*", &data, &offs, &rows, &kinds)) return NULL;
+    PyObject *result = NULL, *done = NULL, *out_offsets = NULL, *out_data = NULL;
+    const int64_t *o = (const int64_t *)offs.buf;
+    const int64_t *r = (const int64_t *)rows.buf;
+    const int8_t *k = (const int8_t *)kinds.buf;
+    Py_ssize_t n = offs.len / 8 - 1, m = rows.len / 8;
+    if (offs.len < 8 || offs.len % 8 != 0 || rows.len % 8 != 0 || kinds.len != m || o[0] < 0 || o[n] > data.len) {
+        PyErr_SetString(PyExc_ValueError, "epoch_texts: offsets, rows and kinds do not fit the texts");
+        goto end;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (o[i] > o[i + 1]) {
+            PyErr_SetString(PyExc_ValueError, "epoch_texts: offsets not ascending");
+            goto end;
+        }
+    }
+    for (Py_ssize_t i = 0; i < m; i++) {
+        if (r[i] < 0 || r[i] >= n) {
+            PyErr_SetString(PyExc_ValueError, "epoch_texts: a row outside the column");
+            goto end;
+        }
+    }
+    done = PyByteArray_FromStringAndSize(NULL, m);
+    out_offsets = PyBytes_FromStringAndSize(NULL, (m + 1) * 8);
+    out_data = PyBytes_FromStringAndSize(NULL, m * 30 + 1); /* "YYYY-MM-DDTHH:MM:SS.ffffffZ" quoted: 29 bytes */
+    if (!done || !out_offsets || !out_data) goto end;
+    char *d = PyByteArray_AS_STRING(done);
+    int64_t *oo = (int64_t *)PyBytes_AS_STRING(out_offsets);
+    char *od = PyBytes_AS_STRING(out_data);
+    int64_t k_done = 0, len = 0;
+    oo[0] = 0;
+    for (Py_ssize_t i = 0; i < m; i++) {
+        int64_t number, us;
+        const unsigned char *t = (const unsigned char *)data.buf + o[r[i]];
+        d[i] = (char)(parse_integer(t, o[r[i] + 1] - o[r[i]], &number) && micros_of(number, k[i], &us));
+        if (!d[i]) continue;
+        int64_t days = floor_div(us, DAY_US), rest = us - days * DAY_US;
+        int year, month, day;
+        civil(days, &year, &month, &day);
+        int written;
+        if (k[i] == DATE_DAYS)
+            written = snprintf(od + len, 31, "\"%04d-%02d-%02d\"", year, month, day);
+        else
+            written = snprintf(od + len, 31, "\"%04d-%02d-%02dT%02d:%02d:%02d.%06dZ\"", year, month, day,
+                               (int)(rest / 3600000000LL), (int)(rest / 60000000LL % 60), (int)(rest / 1000000 % 60),
+                               (int)(rest % 1000000));
+        len += written;
+        oo[++k_done] = len;
+    }
+    if (_PyBytes_Resize(&out_offsets, (k_done + 1) * 8) < 0 || _PyBytes_Resize(&out_data, len) < 0) goto end;
+    result = Py_BuildValue("(OOO)", done, out_offsets, out_data);
+end:
+    Py_XDECREF(done);
+    Py_XDECREF(out_offsets);
+    Py_XDECREF(out_data);
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&offs);
+    PyBuffer_Release(&rows);
+    PyBuffer_Release(&kinds);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"epoch_texts", epoch_texts, METH_VARARGS, "Integer dates and timestamps spelt as ISO texts."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_value_texts", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__value_texts(void) { return PyModule_Create(&module); }

@@ -1,0 +1,87 @@
+"""Integer dates and timestamps spelt in C (``cdclake._native._value_texts``) as the Arrow path spells them
+(``_json_columns._with_epoch_texts`` with the module and without)."""
+
+from __future__ import annotations
+
+from unittest import mock
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cdclake._native import _value_texts
+from cdclake.formats import _json_columns as json_columns
+from cdclake.formats._json_columns import DATE_DAYS, TS_MICROS, TS_MILLIS, TS_NANOS, UNNAMED
+from cdclake.formats._json_shapes import json_shapes
+
+_DAY_US = 86_400_000_000
+_MIN_US, _MAX_US = json_columns._MIN_US, json_columns._MAX_US
+# the years' edges in each unit, and a step either side
+_EDGES = [0, 4_000_000, 4_000_001, -4_000_000, _MIN_US // _DAY_US, _MAX_US // _DAY_US]
+for per_us in (1, 1_000):
+    _EDGES += [_MIN_US // per_us, _MAX_US // per_us, _MIN_US // per_us - 1, _MAX_US // per_us + 1]
+_EDGES += [_MIN_US * 1_000, _MAX_US * 1_000 + 999, _MAX_US * 1_000 + 1_000, _MIN_US * 1_000 - 1]
+_NUMBERS = st.one_of(
+    st.sampled_from(_EDGES).flatmap(lambda n: st.integers(n - 2, n + 2)),
+    st.integers(-(10**16), 10**16),
+    st.integers(-(10**6), 10**6),
+)
+_TEXTS = st.one_of(
+    _NUMBERS.map(str),
+    st.sampled_from(["-0", "007", "1.5", '"2024-01-01"', "null", "true", "12345678901234567", "-1234567890123456"]),
+)
+
+
+def _both(texts: list[str], kinds: list[int], probed: list[bool]) -> tuple[list, list, list, list]:
+    array = pa.array(texts, pa.large_string())
+    kinds_of = np.array(kinds, np.int8)
+    shapes = json_shapes(array)
+    answers = []
+    for module in (_value_texts, None):
+        slow = np.ones(len(texts), bool)
+        with mock.patch.object(json_columns, "_VALUE_TEXTS", module):
+            out = json_columns._with_epoch_texts(array, kinds_of, slow, np.array(probed, bool), shapes.integer)
+        answers += [out.to_pylist(), slow.tolist()]
+    return answers  # type: ignore[return-value]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(_TEXTS, st.sampled_from([DATE_DAYS, TS_MILLIS, TS_MICROS, TS_NANOS, UNNAMED]), st.booleans()),
+        max_size=20,
+    )
+)
+def test_epoch_texts_are_the_arrow_path_s(rows):
+    texts, kinds, probed = (list(column) for column in zip(*rows, strict=True)) if rows else ([], [], [])
+    native, native_slow, arrow, arrow_slow = _both(texts, kinds, probed)
+    assert native == arrow
+    assert native_slow == arrow_slow
+
+
+def test_the_years_edges_and_the_units():
+    native, _, arrow, _ = _both(
+        [str(_MIN_US // 1_000), str(_MAX_US // 1_000), "-1", "1717200000123", "19876", "-1001", str(_MIN_US)],
+        [TS_MILLIS, TS_MILLIS, TS_NANOS, TS_MILLIS, DATE_DAYS, TS_NANOS, TS_MICROS],
+        [False] * 7,
+    )
+    assert native == arrow
+    assert native == [
+        '"1000-01-01T00:00:00.000000Z"',
+        '"9999-12-31T23:59:59.999000Z"',
+        '"1969-12-31T23:59:59.999999Z"',
+        '"2024-06-01T00:00:00.123000Z"',
+        '"2024-06-02"',
+        '"1969-12-31T23:59:59.999998Z"',
+        str(_MIN_US),  # 18 characters: converted one at a time by the reference
+    ]
+
+
+def test_rows_outside_the_column_are_refused():
+    offsets = np.array([0, 1], np.int64)
+    with pytest.raises(ValueError, match="outside the column"):
+        _value_texts.epoch_texts(b"1", offsets, np.array([1], np.int64), np.array([TS_MICROS], np.int8))
+    with pytest.raises(ValueError, match="do not fit"):
+        _value_texts.epoch_texts(b"1", offsets, np.array([0], np.int64), np.array([], np.int8))
