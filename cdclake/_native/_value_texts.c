@@ -6,11 +6,16 @@
  * its text as ``_json_columns._with_epoch_texts`` spells it: ``"YYYY-MM-DD"`` or ``"YYYY-MM-DDTHH:MM:SS.ffffffZ"``,
  * for instants of the years 1000-9999 only (nanoseconds rounded down to the microsecond, as Python's floor
  * division does). Returns (done: a bytearray of 0 or 1 a row, the done rows' texts as int64 offsets and data).
+ *
+ * connect_decimals(data, offsets, rows, scales): likewise for Kafka Connect decimals, a quoted base64 text of 1-8
+ * two's-complement bytes and a scale (int8 a row, 0-63): the number as ``str(Decimal)`` writes it, where it
+ * writes no exponent (``_connect_decimals.with_connect_decimals``).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #define DAY_US 86400000000LL
 #define MIN_US (-30610224000000000LL) /* 1000-01-01T00:00:00 */
@@ -140,8 +145,126 @@ end:
     return result;
 }
 
+/* The six bits of a base64 character (64: the pad '=', 255: not base64). */
+static unsigned char six(unsigned char c) {
+    if (c >= 'A' && c <= 'Z') return (unsigned char)(c - 'A');
+    if (c >= 'a' && c <= 'z') return (unsigned char)(c - 'a' + 26);
+    if (c >= '0' && c <= '9') return (unsigned char)(c - '0' + 52);
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    if (c == '=') return 64;
+    return 255;
+}
+
+/* The signed number of a quoted canonical base64 text of 1-8 bytes (4, 8 or 12 characters, the unused bits of
+ * its last character zero; not the int64 minimum), as ``_connect_decimals._base64_numbers`` reads it. */
+static int base64_number(const unsigned char *t, int64_t len, int64_t *out) {
+    int64_t width = len - 2;
+    if ((width != 4 && width != 8 && width != 12) || t[0] != '"' || t[len - 1] != '"') return 0;
+    const unsigned char *c = t + 1;
+    for (int64_t i = 0; i < width - 2; i++)
+        if (six(c[i]) >= 64) return 0;
+    unsigned char last2 = six(c[width - 2]), last1 = six(c[width - 1]);
+    if (last1 == 255 || last2 == 255 || (last2 == 64 && last1 != 64)) return 0;
+    int pad = last1 != 64 ? 0 : (last2 != 64 ? 1 : 2);
+    int64_t used = width - pad, size = 6 * used / 8, spare = 6 * used % 8;
+    if (size > 8) return 0;
+    unsigned char last = six(c[used - 1]);
+    if ((last & ((1 << spare) - 1)) != 0) return 0;
+    uint64_t value = 0;
+    for (int64_t i = 0; i < used - 1; i++) value = (value << 6) | six(c[i]);
+    value = (value << (6 - spare)) | (uint64_t)(last >> spare);
+    if (size == 8) {
+        if (value == (uint64_t)1 << 63) return 0; /* its magnitude is no int64 */
+        *out = (int64_t)value;
+    } else {
+        int64_t signed_value = (int64_t)value;
+        if (signed_value >= (int64_t)1 << (8 * size - 1)) signed_value -= (int64_t)1 << (8 * size);
+        *out = signed_value;
+    }
+    return 1;
+}
+
+/* ``str(Decimal(f"{n}E-{scale}"))`` where it has no exponent (``_connect_decimals._spelt``); 0: it has one. */
+static int decimal_text(int64_t n, int scale, char *out, int64_t *written) {
+    char digits[24];
+    uint64_t magnitude = n < 0 ? (uint64_t)0 - (uint64_t)n : (uint64_t)n;
+    int count = snprintf(digits, sizeof digits, "%llu", (unsigned long long)magnitude);
+    if (scale == 0) {
+        *written = snprintf(out, 26, "%s%s", n < 0 ? "-" : "", digits);
+        return 1;
+    }
+    if (count - 1 - scale < -6) return 0;
+    char padded[96];
+    int width = count > scale + 1 ? count : scale + 1, zeros = width - count, p = 0;
+    for (int i = 0; i < zeros; i++) padded[i] = '0';
+    memcpy(padded + zeros, digits, (size_t)count);
+    if (n < 0) out[p++] = '-';
+    memcpy(out + p, padded, (size_t)(width - scale));
+    p += width - scale;
+    out[p++] = '.';
+    memcpy(out + p, padded + width - scale, (size_t)scale);
+    *written = p + scale;
+    return 1;
+}
+
+static PyObject *connect_decimals(PyObject *self, PyObject *args) {
+    Py_buffer data, offs, rows, scales;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*", &data, &offs, &rows, &scales)) return NULL;
+    PyObject *result = NULL, *done = NULL, *out_offsets = NULL, *out_data = NULL;
+    const int64_t *o = (const int64_t *)offs.buf;
+    const int64_t *r = (const int64_t *)rows.buf;
+    const int8_t *sc = (const int8_t *)scales.buf;
+    Py_ssize_t n = offs.len / 8 - 1, m = rows.len / 8;
+    if (offs.len < 8 || offs.len % 8 != 0 || rows.len % 8 != 0 || scales.len != m || o[0] < 0 || o[n] > data.len) {
+        PyErr_SetString(PyExc_ValueError, "connect_decimals: offsets, rows and scales do not fit the texts");
+        goto end;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (o[i] > o[i + 1]) {
+            PyErr_SetString(PyExc_ValueError, "connect_decimals: offsets not ascending");
+            goto end;
+        }
+    }
+    for (Py_ssize_t i = 0; i < m; i++) {
+        if (r[i] < 0 || r[i] >= n || sc[i] < 0 || sc[i] > 63) {
+            PyErr_SetString(PyExc_ValueError, "connect_decimals: a row outside the column or a scale outside 0-63");
+            goto end;
+        }
+    }
+    done = PyByteArray_FromStringAndSize(NULL, m);
+    out_offsets = PyBytes_FromStringAndSize(NULL, (m + 1) * 8);
+    out_data = PyBytes_FromStringAndSize(NULL, m * 96 + 1); /* a sign, 20 digits padded to 64, a point */
+    if (!done || !out_offsets || !out_data) goto end;
+    char *d = PyByteArray_AS_STRING(done);
+    int64_t *oo = (int64_t *)PyBytes_AS_STRING(out_offsets);
+    char *od = PyBytes_AS_STRING(out_data);
+    int64_t k_done = 0, len = 0;
+    oo[0] = 0;
+    for (Py_ssize_t i = 0; i < m; i++) {
+        int64_t number, written = 0;
+        const unsigned char *t = (const unsigned char *)data.buf + o[r[i]];
+        d[i] = (char)(base64_number(t, o[r[i] + 1] - o[r[i]], &number) && decimal_text(number, sc[i], od + len, &written));
+        if (!d[i]) continue;
+        len += written;
+        oo[++k_done] = len;
+    }
+    if (_PyBytes_Resize(&out_offsets, (k_done + 1) * 8) < 0 || _PyBytes_Resize(&out_data, len) < 0) goto end;
+    result = Py_BuildValue("(OOO)", done, out_offsets, out_data);
+end:
+    Py_XDECREF(done);
+    Py_XDECREF(out_offsets);
+    Py_XDECREF(out_data);
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&offs);
+    PyBuffer_Release(&rows);
+    PyBuffer_Release(&scales);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"epoch_texts", epoch_texts, METH_VARARGS, "Integer dates and timestamps spelt as ISO texts."},
+    {"connect_decimals", connect_decimals, METH_VARARGS, "Kafka Connect decimals spelt as decimal texts."},
     {NULL, NULL, 0, NULL},
 };
 

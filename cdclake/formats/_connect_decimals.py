@@ -3,8 +3,9 @@
 The reference converts each value through ``_kafka_connect._happy_path``'s ``decimal``: ``b64decode`` (strict
 alphabet), ``int.from_bytes(signed)``, ``Decimal(f"{n}E{-scale}")`` and ``str``. About five microseconds a value
 in Python, and the Debezium bench stream holds 2.6 per event (a tenth of its decode task). Here numpy reads the
-base64 of up to 8 bytes at once and Arrow spells the numbers; every value outside that common case (longer or
-non-canonical base64, escapes, a number ``str(Decimal)`` writes with an exponent) stays with the reference.
+base64 of up to 8 bytes at once and Arrow spells the numbers, or C does both (``cdclake._native``, where built);
+every value outside that common case (longer or non-canonical base64, escapes, a number ``str(Decimal)`` writes
+with an exponent) stays with the reference.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cdclake._native import value_texts as _VALUE_TEXTS
 from cdclake.arrow_text import text_buffers
 
 #: A column kind (``_json_columns``' kinds): a Connect decimal of base64 bytes with this scale added (0-63).
@@ -40,6 +42,8 @@ def with_connect_decimals(texts: pa.Array, kinds: np.ndarray, slow: np.ndarray, 
     candidates = np.flatnonzero((kinds >= CONNECT_DECIMAL_KIND) & ~probed)
     if not len(candidates):
         return texts
+    if _VALUE_TEXTS is not None:
+        return _native_decimals(texts, kinds, slow, candidates)
     chosen = texts.take(pa.array(candidates))
     numbers, read = _base64_numbers(chosen)
     scales = kinds[candidates].astype(np.int64) - CONNECT_DECIMAL_KIND
@@ -58,6 +62,27 @@ def with_connect_decimals(texts: pa.Array, kinds: np.ndarray, slow: np.ndarray, 
     slow[mask] = False
     replacement = pa.concat_arrays([t.cast(pa.large_string()) for t in spelt]).take(pa.array(order))
     return pc.replace_with_mask(texts, pa.array(mask), replacement)
+
+
+def _native_decimals(texts: pa.Array, kinds: np.ndarray, slow: np.ndarray, candidates: np.ndarray) -> pa.Array:
+    """:func:`with_connect_decimals` of ``candidates`` read and spelt in C (``_native/_value_texts.c``, held to the
+    numpy and Arrow path below by tests)."""
+    offsets, data = text_buffers(texts)
+    scales = (kinds[candidates].astype(np.int64) - CONNECT_DECIMAL_KIND).astype(np.int8)
+    done_rows, spelt_offsets, spelt_data = _VALUE_TEXTS.connect_decimals(  # type: ignore[union-attr]
+        data, offsets, candidates.astype(np.int64), scales
+    )
+    done = np.frombuffer(done_rows, np.bool_)
+    count = int(np.count_nonzero(done))
+    if not count:
+        return texts
+    spelt = pa.Array.from_buffers(
+        pa.large_string(), count, [None, pa.py_buffer(spelt_offsets), pa.py_buffer(spelt_data)]
+    )
+    mask = np.zeros(len(texts), bool)
+    mask[candidates[done]] = True
+    slow[mask] = False
+    return pc.replace_with_mask(texts, pa.array(mask, pa.bool_()), spelt.cast(texts.type))
 
 
 def _base64_numbers(chosen: pa.Array) -> tuple[np.ndarray, np.ndarray]:

@@ -1,8 +1,10 @@
-"""Integer dates and timestamps spelt in C (``cdclake._native._value_texts``) as the Arrow path spells them
-(``_json_columns._with_epoch_texts`` with the module and without)."""
+"""Integer dates and timestamps, and Kafka Connect decimals, spelt in C (``cdclake._native._value_texts``) as the
+numpy and Arrow paths spell them (``_json_columns._with_epoch_texts`` and
+``_connect_decimals.with_connect_decimals``, each with the module and without)."""
 
 from __future__ import annotations
 
+import base64
 from unittest import mock
 
 import numpy as np
@@ -12,7 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cdclake._native import _value_texts
+from cdclake.formats import _connect_decimals as connect_decimals
 from cdclake.formats import _json_columns as json_columns
+from cdclake.formats._connect_decimals import CONNECT_DECIMAL_KIND
 from cdclake.formats._json_columns import DATE_DAYS, TS_MICROS, TS_MILLIS, TS_NANOS, UNNAMED
 from cdclake.formats._json_shapes import json_shapes
 
@@ -85,3 +89,42 @@ def test_rows_outside_the_column_are_refused():
         _value_texts.epoch_texts(b"1", offsets, np.array([1], np.int64), np.array([TS_MICROS], np.int8))
     with pytest.raises(ValueError, match="do not fit"):
         _value_texts.epoch_texts(b"1", offsets, np.array([0], np.int64), np.array([], np.int8))
+    with pytest.raises(ValueError, match="scale outside"):
+        _value_texts.connect_decimals(b"1", offsets, np.array([0], np.int64), np.array([64], np.int8))
+
+
+def _base64(number: int, size: int) -> str:
+    return base64.b64encode(number.to_bytes(size, "big", signed=True)).decode()
+
+
+_DECIMAL_TEXTS = st.one_of(
+    st.integers(1, 8).flatmap(
+        lambda size: st.integers(-(2 ** (8 * size - 1)), 2 ** (8 * size - 1) - 1).map(lambda n: _base64(n, size))
+    ),
+    st.sampled_from(["AA==", "AAE=", "AB==", "AAB=", "////", "gAAAAAAAAAA=", "AAAAAAAAAAAA", "A===", "=AAA", "AA=A"]),
+    st.text("ABCab+/=09", min_size=0, max_size=13),
+).map(lambda t: f'"{t}"')
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_DECIMAL_TEXTS, st.integers(0, 63), st.booleans()), max_size=20))
+def test_connect_decimals_are_the_numpy_path_s(rows):
+    texts = pa.array([t for t, _, _ in rows], pa.large_string())
+    kinds = np.array([CONNECT_DECIMAL_KIND + scale for _, scale, _ in rows], np.int8)
+    probed = np.array([p for _, _, p in rows], bool)
+    answers = []
+    for module in (_value_texts, None):
+        slow = np.ones(len(rows), bool)
+        with mock.patch.object(connect_decimals, "_VALUE_TEXTS", module):
+            out = connect_decimals.with_connect_decimals(texts, kinds, slow, probed)
+        answers.append((out.to_pylist(), slow.tolist()))
+    assert answers[0] == answers[1]
+
+
+def test_connect_decimals_of_each_scale_and_sign():
+    texts = pa.array([f'"{_base64(n, 8)}"' for n in (5, -123, 0, 10**18, -(2**63) + 1, 7)], pa.large_string())
+    kinds = np.array([CONNECT_DECIMAL_KIND + s for s in (2, 1, 3, 0, 4, 12)], np.int8)
+    slow = np.ones(6, bool)
+    out = connect_decimals.with_connect_decimals(texts, kinds, slow, np.zeros(6, bool))
+    assert out.to_pylist() == ["0.05", "-12.3", "0.000", str(10**18), "-922337203685477.5807", f'"{_base64(7, 8)}"']
+    assert slow.tolist() == [False] * 5 + [True]  # 7E-12 is written with an exponent: the reference's
