@@ -7,6 +7,8 @@ value at once, where ``match_substring`` or a string ``if_else`` run a matcher o
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -85,3 +87,19 @@ def _found(data: np.ndarray, needle: bytes, start: int) -> np.ndarray:
         if i != rarest and len(at):
             at = at[body[at + i] == needle[i]]
     return at + start
+
+
+def with_spelt(texts: pa.Array, slow: np.ndarray, rows: np.ndarray, spelt: tuple[Any, bytes, bytes]) -> pa.Array:
+    """``texts`` (``large_string``) with those of ``rows`` a speller of ``cdclake._native._value_texts`` spelt
+    replaced: ``spelt`` is its answer (done per row, the done rows' texts as int64 offsets and data); the rows
+    replaced are no longer ``slow``."""
+    done_rows, offsets, data = spelt
+    done = np.frombuffer(done_rows, np.bool_)
+    count = int(np.count_nonzero(done))
+    if not count:
+        return texts
+    replacements = pa.Array.from_buffers(pa.large_string(), count, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    mask = np.zeros(len(texts), bool)
+    mask[rows[done]] = True
+    slow[mask] = False
+    return pc.replace_with_mask(texts, pa.array(mask, pa.bool_()), replacements.cast(texts.type))

@@ -81,68 +81,21 @@ static int micros_of(int64_t n, int kind, int64_t *us) {
     return *us >= MIN_US && *us <= MAX_US;
 }
 
-static PyObject *epoch_texts(PyObject *self, PyObject *args) {
-    Py_buffer data, offs, rows, kinds;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*", &data, &offs, &rows, &kinds)) return NULL;
-    PyObject *result = NULL, *done = NULL, *out_offsets = NULL, *out_data = NULL;
-    const int64_t *o = (const int64_t *)offs.buf;
-    const int64_t *r = (const int64_t *)rows.buf;
-    const int8_t *k = (const int8_t *)kinds.buf;
-    Py_ssize_t n = offs.len / 8 - 1, m = rows.len / 8;
-    if (offs.len < 8 || offs.len % 8 != 0 || rows.len % 8 != 0 || kinds.len != m || o[0] < 0 || o[n] > data.len) {
-        PyErr_SetString(PyExc_ValueError, "epoch_texts: offsets, rows and kinds do not fit the texts");
-        goto end;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (o[i] > o[i + 1]) {
-            PyErr_SetString(PyExc_ValueError, "epoch_texts: offsets not ascending");
-            goto end;
-        }
-    }
-    for (Py_ssize_t i = 0; i < m; i++) {
-        if (r[i] < 0 || r[i] >= n) {
-            PyErr_SetString(PyExc_ValueError, "epoch_texts: a row outside the column");
-            goto end;
-        }
-    }
-    done = PyByteArray_FromStringAndSize(NULL, m);
-    out_offsets = PyBytes_FromStringAndSize(NULL, (m + 1) * 8);
-    out_data = PyBytes_FromStringAndSize(NULL, m * 30 + 1); /* "YYYY-MM-DDTHH:MM:SS.ffffffZ" quoted: 29 bytes */
-    if (!done || !out_offsets || !out_data) goto end;
-    char *d = PyByteArray_AS_STRING(done);
-    int64_t *oo = (int64_t *)PyBytes_AS_STRING(out_offsets);
-    char *od = PyBytes_AS_STRING(out_data);
-    int64_t k_done = 0, len = 0;
-    oo[0] = 0;
-    for (Py_ssize_t i = 0; i < m; i++) {
-        int64_t number, us;
-        const unsigned char *t = (const unsigned char *)data.buf + o[r[i]];
-        d[i] = (char)(parse_integer(t, o[r[i] + 1] - o[r[i]], &number) && micros_of(number, k[i], &us));
-        if (!d[i]) continue;
-        int64_t days = floor_div(us, DAY_US), rest = us - days * DAY_US;
-        int year, month, day;
-        civil(days, &year, &month, &day);
-        int written;
-        if (k[i] == DATE_DAYS)
-            written = snprintf(od + len, 31, "\"%04d-%02d-%02d\"", year, month, day);
-        else
-            written = snprintf(od + len, 31, "\"%04d-%02d-%02dT%02d:%02d:%02d.%06dZ\"", year, month, day,
-                               (int)(rest / 3600000000LL), (int)(rest / 60000000LL % 60), (int)(rest / 1000000 % 60),
-                               (int)(rest % 1000000));
-        len += written;
-        oo[++k_done] = len;
-    }
-    if (_PyBytes_Resize(&out_offsets, (k_done + 1) * 8) < 0 || _PyBytes_Resize(&out_data, len) < 0) goto end;
-    result = Py_BuildValue("(OOO)", done, out_offsets, out_data);
-end:
-    Py_XDECREF(done);
-    Py_XDECREF(out_offsets);
-    Py_XDECREF(out_data);
-    PyBuffer_Release(&data);
-    PyBuffer_Release(&offs);
-    PyBuffer_Release(&rows);
-    PyBuffer_Release(&kinds);
-    return result;
+/* The epoch speller: a JSON integer of ``kind`` units as its ISO text (0: not of the years 1000-9999). */
+static int spell_epoch(const unsigned char *t, int64_t len, int kind, char *out, int64_t *written) {
+    int64_t number, us;
+    if (kind < DATE_DAYS || kind > TS_NANOS || !parse_integer(t, len, &number) || !micros_of(number, kind, &us))
+        return 0;
+    int64_t days = floor_div(us, DAY_US), rest = us - days * DAY_US;
+    int year, month, day;
+    civil(days, &year, &month, &day);
+    if (kind == DATE_DAYS)
+        *written = snprintf(out, 31, "\"%04d-%02d-%02d\"", year, month, day);
+    else
+        *written = snprintf(out, 31, "\"%04d-%02d-%02dT%02d:%02d:%02d.%06dZ\"", year, month, day,
+                            (int)(rest / 3600000000LL), (int)(rest / 60000000LL % 60), (int)(rest / 1000000 % 60),
+                            (int)(rest % 1000000));
+    return 1;
 }
 
 /* The six bits of a base64 character (64: the pad '=', 255: not base64). */
@@ -208,48 +161,59 @@ static int decimal_text(int64_t n, int scale, char *out, int64_t *written) {
     return 1;
 }
 
-static PyObject *connect_decimals(PyObject *self, PyObject *args) {
-    Py_buffer data, offs, rows, scales;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*", &data, &offs, &rows, &scales)) return NULL;
+/* The decimal speller: a Connect decimal's base64 text and ``scale`` as its number's text (0: not read here). */
+static int spell_decimal(const unsigned char *t, int64_t len, int scale, char *out, int64_t *written) {
+    int64_t number;
+    return scale >= 0 && scale <= 63 && base64_number(t, len, &number) && decimal_text(number, scale, out, written);
+}
+
+/* Longest text a speller writes, with its NUL: a sign, 64 digits, a point. */
+#define SPELT_MAX 96
+
+/* ``speller`` over the ``rows`` of a column, each with its parameter (int8): (done per row, the done rows'
+ * texts as int64 offsets and data). */
+static PyObject *spell(PyObject *args, int (*speller)(const unsigned char *, int64_t, int, char *, int64_t *)) {
+    Py_buffer data, offs, rows, params;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*", &data, &offs, &rows, &params)) return NULL;
     PyObject *result = NULL, *done = NULL, *out_offsets = NULL, *out_data = NULL;
     const int64_t *o = (const int64_t *)offs.buf;
     const int64_t *r = (const int64_t *)rows.buf;
-    const int8_t *sc = (const int8_t *)scales.buf;
+    const int8_t *param = (const int8_t *)params.buf;
     Py_ssize_t n = offs.len / 8 - 1, m = rows.len / 8;
-    if (offs.len < 8 || offs.len % 8 != 0 || rows.len % 8 != 0 || scales.len != m || o[0] < 0 || o[n] > data.len) {
-        PyErr_SetString(PyExc_ValueError, "connect_decimals: offsets, rows and scales do not fit the texts");
+    if (offs.len < 8 || offs.len % 8 != 0 || rows.len % 8 != 0 || params.len != m || o[0] < 0 || o[n] > data.len) {
+        PyErr_SetString(PyExc_ValueError, "offsets, rows and their parameters do not fit the texts");
         goto end;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
         if (o[i] > o[i + 1]) {
-            PyErr_SetString(PyExc_ValueError, "connect_decimals: offsets not ascending");
+            PyErr_SetString(PyExc_ValueError, "offsets not ascending");
             goto end;
         }
     }
     for (Py_ssize_t i = 0; i < m; i++) {
-        if (r[i] < 0 || r[i] >= n || sc[i] < 0 || sc[i] > 63) {
-            PyErr_SetString(PyExc_ValueError, "connect_decimals: a row outside the column or a scale outside 0-63");
+        if (r[i] < 0 || r[i] >= n) {
+            PyErr_SetString(PyExc_ValueError, "a row outside the column");
             goto end;
         }
     }
     done = PyByteArray_FromStringAndSize(NULL, m);
     out_offsets = PyBytes_FromStringAndSize(NULL, (m + 1) * 8);
-    out_data = PyBytes_FromStringAndSize(NULL, m * 96 + 1); /* a sign, 20 digits padded to 64, a point */
+    out_data = PyBytes_FromStringAndSize(NULL, m * SPELT_MAX + 1);
     if (!done || !out_offsets || !out_data) goto end;
     char *d = PyByteArray_AS_STRING(done);
     int64_t *oo = (int64_t *)PyBytes_AS_STRING(out_offsets);
     char *od = PyBytes_AS_STRING(out_data);
-    int64_t k_done = 0, len = 0;
+    int64_t k = 0, len = 0;
     oo[0] = 0;
     for (Py_ssize_t i = 0; i < m; i++) {
-        int64_t number, written = 0;
+        int64_t written = 0;
         const unsigned char *t = (const unsigned char *)data.buf + o[r[i]];
-        d[i] = (char)(base64_number(t, o[r[i] + 1] - o[r[i]], &number) && decimal_text(number, sc[i], od + len, &written));
+        d[i] = (char)speller(t, o[r[i] + 1] - o[r[i]], param[i], od + len, &written);
         if (!d[i]) continue;
         len += written;
-        oo[++k_done] = len;
+        oo[++k] = len;
     }
-    if (_PyBytes_Resize(&out_offsets, (k_done + 1) * 8) < 0 || _PyBytes_Resize(&out_data, len) < 0) goto end;
+    if (_PyBytes_Resize(&out_offsets, (k + 1) * 8) < 0 || _PyBytes_Resize(&out_data, len) < 0) goto end;
     result = Py_BuildValue("(OOO)", done, out_offsets, out_data);
 end:
     Py_XDECREF(done);
@@ -258,9 +222,13 @@ end:
     PyBuffer_Release(&data);
     PyBuffer_Release(&offs);
     PyBuffer_Release(&rows);
-    PyBuffer_Release(&scales);
+    PyBuffer_Release(&params);
     return result;
 }
+
+static PyObject *epoch_texts(PyObject *self, PyObject *args) { return spell(args, spell_epoch); }
+
+static PyObject *connect_decimals(PyObject *self, PyObject *args) { return spell(args, spell_decimal); }
 
 static PyMethodDef methods[] = {
     {"epoch_texts", epoch_texts, METH_VARARGS, "Integer dates and timestamps spelt as ISO texts."},

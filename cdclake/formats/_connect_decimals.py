@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cdclake._native import value_texts as _VALUE_TEXTS
-from cdclake.arrow_text import text_buffers
+from cdclake.arrow_text import text_buffers, with_spelt
 
 #: A column kind (``_json_columns``' kinds): a Connect decimal of base64 bytes with this scale added (0-63).
 CONNECT_DECIMAL_KIND = 32
@@ -42,8 +42,10 @@ def with_connect_decimals(texts: pa.Array, kinds: np.ndarray, slow: np.ndarray, 
     candidates = np.flatnonzero((kinds >= CONNECT_DECIMAL_KIND) & ~probed)
     if not len(candidates):
         return texts
-    if _VALUE_TEXTS is not None:
-        return _native_decimals(texts, kinds, slow, candidates)
+    if _VALUE_TEXTS is not None:  # in C (``_native/_value_texts.c``), held to the numpy and Arrow path below by tests
+        offsets, data = text_buffers(texts)
+        scales = (kinds[candidates].astype(np.int64) - CONNECT_DECIMAL_KIND).astype(np.int8)
+        return with_spelt(texts, slow, candidates, _VALUE_TEXTS.connect_decimals(data, offsets, candidates, scales))
     chosen = texts.take(pa.array(candidates))
     numbers, read = _base64_numbers(chosen)
     scales = kinds[candidates].astype(np.int64) - CONNECT_DECIMAL_KIND
@@ -62,27 +64,6 @@ def with_connect_decimals(texts: pa.Array, kinds: np.ndarray, slow: np.ndarray, 
     slow[mask] = False
     replacement = pa.concat_arrays([t.cast(pa.large_string()) for t in spelt]).take(pa.array(order))
     return pc.replace_with_mask(texts, pa.array(mask), replacement)
-
-
-def _native_decimals(texts: pa.Array, kinds: np.ndarray, slow: np.ndarray, candidates: np.ndarray) -> pa.Array:
-    """:func:`with_connect_decimals` of ``candidates`` read and spelt in C (``_native/_value_texts.c``, held to the
-    numpy and Arrow path below by tests)."""
-    offsets, data = text_buffers(texts)
-    scales = (kinds[candidates].astype(np.int64) - CONNECT_DECIMAL_KIND).astype(np.int8)
-    done_rows, spelt_offsets, spelt_data = _VALUE_TEXTS.connect_decimals(  # type: ignore[union-attr]
-        data, offsets, candidates.astype(np.int64), scales
-    )
-    done = np.frombuffer(done_rows, np.bool_)
-    count = int(np.count_nonzero(done))
-    if not count:
-        return texts
-    spelt = pa.Array.from_buffers(
-        pa.large_string(), count, [None, pa.py_buffer(spelt_offsets), pa.py_buffer(spelt_data)]
-    )
-    mask = np.zeros(len(texts), bool)
-    mask[candidates[done]] = True
-    slow[mask] = False
-    return pc.replace_with_mask(texts, pa.array(mask, pa.bool_()), spelt.cast(texts.type))
 
 
 def _base64_numbers(chosen: pa.Array) -> tuple[np.ndarray, np.ndarray]:

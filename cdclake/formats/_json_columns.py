@@ -17,7 +17,7 @@ from msgspec import UNSET, Raw, UnsetType
 
 from cdclake._native import json_objects as _NATIVE
 from cdclake._native import value_texts as _VALUE_TEXTS
-from cdclake.arrow_text import holding, text_buffers
+from cdclake.arrow_text import holding, text_buffers, with_spelt
 from cdclake.event_arrow import DECODED_FILE_SCHEMA
 from cdclake.events import value_text
 from cdclake.formats._connect_decimals import with_connect_decimals
@@ -461,8 +461,10 @@ def _with_epoch_texts(
     candidates = np.flatnonzero((kinds >= DATE_DAYS) & (kinds <= TS_NANOS) & ~probed)
     if not len(candidates):
         return texts
-    if _VALUE_TEXTS is not None:
-        return _native_epoch_texts(texts, kinds, slow, candidates[integer[candidates]])
+    if _VALUE_TEXTS is not None:  # in C (``_native/_value_texts.c``), held to the Arrow path below by tests
+        rows = candidates[integer[candidates]]
+        offsets, data = text_buffers(texts)
+        return with_spelt(texts, slow, rows, _VALUE_TEXTS.epoch_texts(data, offsets, rows, kinds[rows]))
     chosen = texts.take(pa.array(candidates))
     offsets, _ = text_buffers(chosen)
     integral = integer[candidates] & (np.diff(offsets) <= 16)
@@ -493,26 +495,6 @@ def _with_epoch_texts(
     mask[candidates[done]] = True
     slow[mask] = False
     return pc.replace_with_mask(texts, pa.array(mask), spelt.cast(texts.type))
-
-
-def _native_epoch_texts(texts: pa.Array, kinds: np.ndarray, slow: np.ndarray, rows: np.ndarray) -> pa.Array:
-    """:func:`_with_epoch_texts` of the JSON integers at ``rows`` spelt in C (``_native/_value_texts.c``, held to the
-    Arrow path by tests): the same texts, without a dozen Arrow calls a column."""
-    offsets, data = text_buffers(texts)
-    done_rows, spelt_offsets, spelt_data = _VALUE_TEXTS.epoch_texts(  # type: ignore[union-attr]
-        data, offsets, rows.astype(np.int64), kinds[rows].astype(np.int8)
-    )
-    done = np.frombuffer(done_rows, np.bool_)
-    count = int(np.count_nonzero(done))
-    if not count:
-        return texts
-    spelt = pa.Array.from_buffers(
-        pa.large_string(), count, [None, pa.py_buffer(spelt_offsets), pa.py_buffer(spelt_data)]
-    )
-    mask = np.zeros(len(texts), bool)
-    mask[rows[done]] = True
-    slow[mask] = False
-    return pc.replace_with_mask(texts, pa.array(mask, pa.bool_()), spelt.cast(texts.type))
 
 
 def _with_decimal_texts(texts: pa.Array, kinds: np.ndarray, slow: np.ndarray, probed: np.ndarray) -> pa.Array:

@@ -85,12 +85,14 @@ def test_the_years_edges_and_the_units():
 
 def test_rows_outside_the_column_are_refused():
     offsets = np.array([0, 1], np.int64)
-    with pytest.raises(ValueError, match="outside the column"):
+    with pytest.raises(ValueError, match="a row outside the column"):
         _value_texts.epoch_texts(b"1", offsets, np.array([1], np.int64), np.array([TS_MICROS], np.int8))
-    with pytest.raises(ValueError, match="do not fit"):
+    with pytest.raises(ValueError, match="do not fit the texts"):
         _value_texts.epoch_texts(b"1", offsets, np.array([0], np.int64), np.array([], np.int8))
-    with pytest.raises(ValueError, match="scale outside"):
-        _value_texts.connect_decimals(b"1", offsets, np.array([0], np.int64), np.array([64], np.int8))
+    text, bounds = b'"AQ=="', np.array([0, 6], np.int64)
+    for scale, done in ((5, b"\x01"), (64, b"\x00"), (-1, b"\x00")):  # a scale outside 0-63 is not read here
+        answer = _value_texts.connect_decimals(text, bounds, np.array([0], np.int64), np.array([scale], np.int8))
+        assert answer[0] == done
 
 
 def _base64(number: int, size: int) -> str:
