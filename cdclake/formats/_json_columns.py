@@ -17,7 +17,7 @@ from msgspec import UNSET, Raw, UnsetType
 
 from cdclake._native import json_objects as _NATIVE
 from cdclake._native import value_texts as _VALUE_TEXTS
-from cdclake.arrow_text import holding, text_buffers, with_spelt
+from cdclake.arrow_text import holding, replaced, text_buffers, with_spelt
 from cdclake.event_arrow import DECODED_FILE_SCHEMA
 from cdclake.events import value_text
 from cdclake.formats._connect_decimals import with_connect_decimals
@@ -370,7 +370,7 @@ def image_array(
         at = np.flatnonzero(slow)
         slow_texts = texts.take(pa.array(at)).to_pylist()
         slow_names = name_array.take(pa.array(at)).to_pylist()
-        replaced: list[int] = []
+        changed: list[int] = []
         replacements: list[Any] = []
         slow_values = zip(at.tolist(), owners[at].tolist(), slow_names, slow_texts, probed[at].tolist(), strict=True)
         for index, owner, name, text, probe in slow_values:
@@ -380,12 +380,10 @@ def image_array(
             elif value is REFUSED:
                 return None
             else:
-                replaced.append(index)
+                changed.append(index)
                 replacements.append(value)
-        if replaced:
-            mask = np.zeros(len(texts), bool)
-            mask[replaced] = True
-            texts = pc.replace_with_mask(texts, pa.array(mask), pa.array(replacements, texts.type))
+        if changed:
+            texts = replaced(texts, np.array(changed, np.int64), pa.array(replacements, texts.type))
     values = texts.cast(pa.string())
     if dropped.any():
         at = np.flatnonzero(dropped)
@@ -509,10 +507,9 @@ def _with_decimal_texts(texts: pa.Array, kinds: np.ndarray, slow: np.ndarray, pr
     done = np.asarray(pc.fill_null(pc.and_not(plain, respelt(inner)), False).to_numpy(zero_copy_only=False), bool)
     if not done.any():
         return texts
-    mask = np.zeros(len(texts), bool)
-    mask[candidates[done]] = True
-    slow[mask] = False
-    return pc.replace_with_mask(texts, pa.array(mask), inner.filter(pa.array(done)).cast(texts.type))
+    at = candidates[done]
+    slow[at] = False
+    return replaced(texts, at, inner.filter(pa.array(done)))
 
 
 _ENVELOPE = msgspec.json.Decoder(dict[str, Raw])

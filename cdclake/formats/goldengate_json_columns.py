@@ -36,6 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from msgspec import UNSET, Raw, UnsetType
 
+from cdclake.arrow_text import replaced
 from cdclake.event_arrow import DECODED_FILE_SCHEMA
 from cdclake.events import meta_text, value_text
 from cdclake.formats._gg_common import _OP_TS, SEQ_WIDTH, parse_ts, pos_to_seq
@@ -299,6 +300,4 @@ def _value_texts(raws: list[Raw]) -> pa.StringArray | None:
             except UnicodeEncodeError:  # a lone surrogate (``\\ud800``): the builder's escape rule applies
                 return None
         fixed.append(value_text(value))
-    mask = np.zeros(len(texts), bool)
-    mask[odd] = True
-    return pc.replace_with_mask(texts, pa.array(mask), pa.array(fixed, texts.type)).cast(pa.string())
+    return replaced(texts, odd, pa.array(fixed, texts.type)).cast(pa.string())

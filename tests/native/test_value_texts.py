@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cdclake import arrow_text
 from cdclake._native import _value_texts
 from cdclake.formats import _connect_decimals as connect_decimals
 from cdclake.formats import _json_columns as json_columns
@@ -130,3 +131,46 @@ def test_connect_decimals_of_each_scale_and_sign():
     out = connect_decimals.with_connect_decimals(texts, kinds, slow, np.zeros(6, bool))
     assert out.to_pylist() == ["0.05", "-12.3", "0.000", str(10**18), "-922337203685477.5807", f'"{_base64(7, 8)}"']
     assert slow.tolist() == [False] * 5 + [True]  # 7E-12 is written with an exponent: the reference's
+
+
+_SPLICE_TEXTS = st.one_of(st.none(), st.text(max_size=6), st.sampled_from(["", "é", '"2024-01-01"']))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(_SPLICE_TEXTS, st.booleans(), st.text(max_size=6)), max_size=20),
+    st.integers(0, 3),
+    st.sampled_from([pa.string(), pa.large_string()]),
+)
+def test_splice_is_replace_with_mask(rows, cut, type_):
+    """The C splice gives ``pc.replace_with_mask``'s column: nulls kept, slices read from their offset, either
+    string type, the replaced rows' new texts in order."""
+    texts = pa.array(["x"] * cut + [t for t, _, _ in rows] + ["y"], type_).slice(cut, len(rows))
+    at = np.array([i for i, (text, chosen, _) in enumerate(rows) if chosen and text is not None], np.int64)
+    new = pa.array([rows[i][2] for i in at.tolist()], pa.large_string())
+    answers = []
+    for module in (_value_texts, None):
+        with mock.patch.object(arrow_text, "_VALUE_TEXTS", module):
+            out = arrow_text.replaced(texts, at, new)
+        out.validate(full=True)
+        answers.append((out.type, out.to_pylist()))
+    assert answers[0] == answers[1]
+    assert answers[0][1] == [rows[i][2] if i in set(at.tolist()) else rows[i][0] for i in range(len(rows))]
+
+
+def test_splice_refuses_rows_out_of_order_or_outside():
+    data, offsets = b"abc", np.array([0, 1, 2, 3], np.int64)
+    new, new_offsets = b"xy", np.array([0, 1, 2], np.int64)
+    assert _value_texts.splice(data, offsets, np.array([0, 2], np.int64), new_offsets, new) == (
+        np.array([0, 1, 2, 3], np.int64).tobytes(),
+        b"xby",
+    )
+    for rows in ([2, 0], [1, 1], [0, 3], [-1, 0]):
+        with pytest.raises(ValueError, match="rows not ascending inside the column"):
+            _value_texts.splice(data, offsets, np.array(rows, np.int64), new_offsets, new)
+    with pytest.raises(ValueError, match="do not fit"):
+        _value_texts.splice(data, offsets, np.array([0], np.int64), new_offsets, new)  # two texts for one row
+    with pytest.raises(ValueError, match="offsets do not fit the texts"):
+        _value_texts.splice(b"ab", offsets, np.array([0], np.int64), new_offsets[:2], new)
+    with pytest.raises(ValueError, match="offsets not ascending"):
+        _value_texts.splice(data, np.array([0, 2, 1, 3], np.int64), np.array([0], np.int64), new_offsets[:2], new)
