@@ -289,6 +289,17 @@ def meta_text(value: Any) -> str:
         return to_json(value)
 
 
+def joined_text(head: str, tail: str) -> str:
+    """The :func:`meta_text` of one object holding ``head``'s members, then ``tail``'s, from the two objects'
+    texts (both written by :func:`meta_text`: compact, no blank around a brace). A decoder writes the members
+    every message of a schema shares once, and joins them to each message's own."""
+    if tail == "{}":
+        return head
+    if head == "{}":
+        return tail
+    return f"{head[:-1]},{tail[1:]}"
+
+
 def value_text(value: Any) -> str:
     """JSON text of one column value (:func:`to_json`, fast for scalars)."""
     return _SCALAR_TEXT.get(type(value), to_json)(value)

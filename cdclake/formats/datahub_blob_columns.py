@@ -28,12 +28,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from msgspec import UNSET, Raw
 
 from cdclake.event_arrow import DECODED_FILE_SCHEMA
-from cdclake.events import meta_text
+from cdclake.events import joined_text, meta_text
 from cdclake.formats import _kafka_connect as kc
-from cdclake.formats._datahub import RecordError, datahub_seq, epoch_millis, pair_meta
+from cdclake.formats._datahub import RecordError, datahub_seq, epoch_millis, from_epoch, pair_meta
 from cdclake.formats._json_columns import (
     BOOL,
     CONVERT,
@@ -72,12 +73,13 @@ _PLANS = 256
 #: How each StreamX type's values are judged (``_value``: kept, converted at once, or one at a time).
 _KINDS = {"STRING": STR, "LONG": INT, "BOOLEAN": BOOL, "DOUBLE": TEXT_DECIMAL, "DATE": TS_MILLIS, "BYTES": CONVERT}
 _ROW_OPS = frozenset({"INSERT", "UPDATE", "DELETE", "UPDATE_AFTER"}) | _BEFORE_HALVES
+_HALVES = _BEFORE_HALVES | {"UPDATE_AFTER"}
 
 
 class _Plan:
     """What the reference works out of one schema block for every message that repeats it."""
 
-    __slots__ = ("hints", "keys", "kinds", "source", "table", "types")
+    __slots__ = ("_tails", "hints", "keys", "kinds", "source", "table", "types")
 
     def __init__(self, decoder: DataHubBlobDecoder, schema: Any) -> None:
         schema = _object(schema, "schema") or {}
@@ -87,6 +89,30 @@ class _Plan:
         self.types, _, hints = kc.memoized("blob-plan", _schema_plan, schema)
         self.hints = dict(hints) if hints else None
         self.kinds = {column: _KINDS.get(kind, UNNAMED) for column, kind in self.types.items()}
+        self._tails: dict[Any, str] = {}
+
+    def tail(self, version: Any) -> dict[str, Any]:
+        """The members a message's ``meta`` takes from its schema block and ``version``, in the reference's order
+        (after ``op``, ``sequenceId`` and ``timestamp``)."""
+        tail: dict[str, Any] = {}
+        if self.source is not None:
+            tail["source"] = self.source
+        if version is not None:
+            tail["version"] = version
+        if self.hints:
+            tail["column_types"] = self.hints  # shared by the plan's events: nothing changes a meta before its text
+        return tail
+
+    def tail_text(self, version: Any) -> str:
+        """:meth:`tail`'s JSON text, written once per plan and version (the column types are most of a meta)."""
+        if type(version) is not str and version is not None:
+            return meta_text(self.tail(version))
+        text = self._tails.get(version)
+        if text is None:
+            if len(self._tails) >= _PLANS:
+                self._tails.clear()
+            text = self._tails[version] = meta_text(self.tail(version))
+        return text
 
 
 def _plan(decoder: DataHubBlobDecoder, raw: bytes) -> _Plan | None:
@@ -197,20 +223,19 @@ def _row(decoder: DataHubBlobDecoder, record: Any, offset: int, schema: bytes, s
     if sequence is None or (timestamp is not None and type(timestamp) is not dict):
         return None
     try:
-        event_ts = epoch_millis(timestamp.get("eventTime"), "timestamp.eventTime") if timestamp else None
+        event_ts = _event_millis(timestamp.get("eventTime")) if timestamp else None
         seq, snapshot = datahub_seq(sequence, "sequenceId")
     except RecordError:
         return None
     before, after = _image(p.before, split), _image(p.after, split)
-    meta: dict[str, Any] = {"op": op, "sequenceId": sequence}
+    head: dict[str, Any] = {"op": op, "sequenceId": sequence}
     if timestamp is not None:
-        meta["timestamp"] = timestamp
-    if plan.source is not None:
-        meta["source"] = plan.source
-    if record.version is not UNSET and record.version is not None:
-        meta["version"] = record.version
-    if plan.hints:
-        meta["column_types"] = plan.hints  # shared by the plan's events: nothing changes a meta before its text
+        head["timestamp"] = timestamp
+    version = None if record.version is UNSET else record.version
+    if op in _HALVES and (before is None or after is None):
+        meta: dict[str, Any] | str = {**head, **plan.tail(version)}  # maybe a half: the join reads the dict
+    else:
+        meta = joined_text(meta_text(head), plan.tail_text(version))
     scalars = (plan.table, seq, event_ts, plan.keys, meta, offset)
     if op == "INSERT":
         if after is None or before is not None:
@@ -228,6 +253,30 @@ def _row(decoder: DataHubBlobDecoder, record: Any, offset: int, schema: bytes, s
     if (before if side == "before" else after) is None or snapshot:
         return None
     return _Row("UPDATE", before, after, (plan, plan), *scalars, side, op)
+
+
+#: Epoch milliseconds an aware ``datetime`` holds (the years 1-9999): kept as the integer, the column converts.
+_MILLIS_RANGE = range(0, 253_402_300_800_000)
+
+
+def _event_millis(value: Any) -> int | Any:
+    """``timestamp.eventTime`` as the reference's ``epoch_millis`` reads it: an integer of epoch milliseconds
+    kept as it is (``_batch`` converts the column at once), else that function's ``datetime`` or None."""
+    if type(value) is int and value in _MILLIS_RANGE:
+        return value
+    return epoch_millis(value, "timestamp.eventTime")
+
+
+def _event_ts_array(values: list[Any]) -> pa.Array:
+    """The event times of ``_event_millis`` as the decoded column (integers converted at once)."""
+    millis = [v for v in values if type(v) is int]
+    if not millis:
+        return pa.array(values, DECODED_FILE_SCHEMA.field("event_ts").type)
+    if len(millis) < len(values) - values.count(None):
+        values = [from_epoch(v, "milliseconds") if type(v) is int else v for v in values]
+        return pa.array(values, DECODED_FILE_SCHEMA.field("event_ts").type)
+    ints = pa.array(values, pa.int64())
+    return pc.multiply(ints, 1_000).cast(DECODED_FILE_SCHEMA.field("event_ts").type)
 
 
 def _image(holder: Any, split: bool) -> Any:
@@ -254,7 +303,7 @@ def _joined(first: _Row, second: _Row) -> _Row:
         (before.before_plan, after.after_plan),
         after.table,
         after.seq,
-        after.event_ts or before.event_ts,
+        after.event_ts if after.event_ts is not None else before.event_ts,
         after.keys or before.keys,
         meta,
         min(before.offset, after.offset),
@@ -289,9 +338,9 @@ def _batch(rows: list[_Row], file: str, split: bool) -> pa.RecordBatch | None:
                 "table": [row.table for row in rows],
                 "op": [row.op for row in rows],
                 "seq": [row.seq for row in rows],
-                "event_ts": [row.event_ts for row in rows],
+                "event_ts": _event_ts_array([row.event_ts for row in rows]),
                 "keys": [row.keys for row in rows],
-                "meta": [meta_text(row.meta) for row in rows],
+                "meta": [meta if type(meta := row.meta) is str else meta_text(meta) for row in rows],
                 "source_file": [file] * len(rows),
                 "source_offset": [row.offset for row in rows],
             },
