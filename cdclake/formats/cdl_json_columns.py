@@ -23,7 +23,7 @@ import pyarrow as pa
 from msgspec import UNSET, Raw
 
 from cdclake.event_arrow import DECODED_FILE_SCHEMA
-from cdclake.events import meta_text
+from cdclake.events import joined_text, meta_text
 from cdclake.formats import _kafka_connect as kc
 from cdclake.formats._datahub import RecordError
 from cdclake.formats._json_columns import (
@@ -79,11 +79,13 @@ _READER = EnvelopeReader("Cdl", _PAYLOAD, images=dict.fromkeys(_IMAGES, Raw))
 class _Plan:
     """The reference's ``_schema_plan`` of one schema block, and how each image column's values are judged."""
 
-    __slots__ = ("fields", "hints", "kinds")
+    __slots__ = ("fields", "hints", "hints_text", "kinds")
 
     def __init__(self, schema: Any) -> None:
         self.fields, _, hints = kc.memoized("cdl-plan", _schema_plan, schema)
         self.hints = dict(hints)
+        #: the last member of every meta of the schema's events, written once (``events.joined_text``)
+        self.hints_text = meta_text({"column_types": self.hints} if self.hints else {})
         self.kinds = {
             image: {col: _kind(spec) for col, spec in self.fields.get(image, {}).items()} for image in _IMAGES
         }
@@ -175,7 +177,7 @@ def _batch(
         stamps.append(event_ts)
         tx_ids.append(tx_id)
         keys.append(decoder.keys or (list(unique) if unique else None))
-        metas.append(message_meta(payload, properties, unique, seq_from, plan.hints))
+        metas.append(joined_text(meta_text(message_meta(payload, properties, unique, seq_from, {})), plan.hints_text))
         befores.append(before)
         afters.append(after)
     try:
@@ -204,7 +206,7 @@ def _batch(
                 "event_ts": stamps,
                 "tx_id": tx_ids,
                 "keys": keys,
-                "meta": [meta_text(m) for m in metas],
+                "meta": metas,
                 "source_file": [file] * n,
                 "source_offset": pa.array(starts, pa.int64()),
             },

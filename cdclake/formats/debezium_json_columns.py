@@ -39,7 +39,7 @@ import pyarrow as pa
 from msgspec import UNSET, Raw
 
 from cdclake.event_arrow import DECODED_FILE_SCHEMA, DecodedBuilder
-from cdclake.events import ChangeEvent, Source, meta_text, value_text
+from cdclake.events import ChangeEvent, Source, joined_text, meta_text, value_text
 from cdclake.formats import _kafka_connect as kc
 from cdclake.formats._connect_decimals import connect_decimal_kind
 from cdclake.formats._json_columns import (
@@ -90,7 +90,7 @@ class _Plan:
     """What one schema block says, worked out once: its name, the image structs' fields, how each
     column's values are judged, the ``column_types`` of each combination of images, the full column list."""
 
-    __slots__ = ("columns", "happy", "kinds", "layout", "names", "schema_name", "structs", "types")
+    __slots__ = ("columns", "happy", "kinds", "layout", "names", "schema_name", "structs", "types", "types_texts")
 
     def __init__(self, schema: dict[str, Any]) -> None:
         self.schema_name = schema.get("name")
@@ -110,6 +110,8 @@ class _Plan:
             (False, True): after_types,
             (True, True): {**before_types, **after_types},
         }
+        #: each combination's ``column_types`` as a meta's last member, written once (``events.joined_text``)
+        self.types_texts = {shape: meta_text({"column_types": t} if t else {}) for shape, t in self.types.items()}
         listed = kc.memoized("listed", _listed_columns, self.structs["after"]) or kc.memoized(
             "listed", _listed_columns, self.structs["before"]
         )
@@ -217,9 +219,9 @@ def _batch(
         metas = []
         for i, (op_code, src, present) in enumerate(payloads):
             plan = plans[i]
-            column_types = plan.types[(befores[i] is not None, afters[i] is not None)]
-            meta = event_meta({"op": op_code}, src, seqs[i][1], present, plan.schema_name, unavailable[i], column_types)
-            metas.append(meta_text(meta))
+            shape = (befores[i] is not None, afters[i] is not None)
+            meta = event_meta({"op": op_code}, src, seqs[i][1], present, plan.schema_name, unavailable[i], {})
+            metas.append(joined_text(meta_text(meta), plan.types_texts[shape]))  # column_types: the last member
         keys = decoder.keys
         batch = decoded_batch(
             n,
