@@ -295,7 +295,12 @@ def _image(holder: Any, split: bool) -> Any:
 def _joined(first: _Row, second: _Row) -> _Row:
     """The reference's ``UPDATE`` of two halves (``UpdatePairs.add``), where the second one is read."""
     before, after = (first, second) if first.side == "before" else (second, first)
-    meta = pair_meta((before.vendor_op, before.offset, before.meta), (after.vendor_op, after.offset, after.meta))
+    b_half, a_half = (before.vendor_op, before.offset, before.meta), (after.vendor_op, after.offset, after.meta)
+    plan, version = before.before_plan, before.meta.get("version")
+    if plan is after.after_plan and version == after.meta.get("version") and type(version) in (str, type(None)):
+        meta: dict[str, Any] | str = _pair_text(b_half, a_half, plan.tail_text(version))
+    else:
+        meta = pair_meta(b_half, a_half)
     return _Row(
         "UPDATE",
         before.before,
@@ -310,6 +315,27 @@ def _joined(first: _Row, second: _Row) -> _Row:
         None,
         None,
     )
+
+
+#: The members of a message's ``meta`` that are its own; the rest (``_Plan.tail``) its schema block's and version's.
+_OWN_MEMBERS = ("op", "sequenceId", "timestamp")
+
+
+def _pair_text(before: tuple[str, int, dict[str, Any]], after: tuple[str, int, dict[str, Any]], tail: str) -> str:
+    """``meta_text(pair_meta(before, after))`` of two halves of one schema block and version (``tail``: the text of
+    the members those give, ``_Plan.tail_text``): the same members in the same order, the shared ones (most of the
+    text: the column types) written once per plan rather than once per update."""
+    b_meta, a_meta = before[2], after[2]
+    shared = {k: v for k in _OWN_MEMBERS if k in a_meta and k in b_meta and b_meta[k] == (v := a_meta[k])}
+    pair = {
+        name: {
+            "op": op,
+            "offset": offset,
+            **{k: half_meta[k] for k in _OWN_MEMBERS if k in half_meta and k not in shared and k != "op"},
+        }
+        for name, (op, offset, half_meta) in (("before", before), ("after", after))
+    }
+    return joined_text(joined_text(meta_text(shared), tail), meta_text({"pair": pair}))
 
 
 def _batch(rows: list[_Row], file: str, split: bool) -> pa.RecordBatch | None:
