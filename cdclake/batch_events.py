@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from cdclake._native import text_forms as _TEXT_FORMS
 from cdclake.arrow_tables import ChunkedTake
 from cdclake.arrow_text import first_bytes, holding, text_buffers
 from cdclake.coltypes import DECIMAL_INTEGER
@@ -209,6 +210,8 @@ def _kind_codes(values: pa.Array) -> np.ndarray:
         return codes
     if values.type not in (pa.string(), pa.large_string()):
         values = values.cast(pa.large_string())
+    if _TEXT_FORMS is not None:  # one C pass (``_native/_text_forms.c``), held to the Arrow path below by tests
+        return _native_kind_codes(values)
     offsets, _ = text_buffers(values)
     first = first_bytes(values)
     integer = flags(pc.ascii_is_decimal(values))
@@ -232,6 +235,22 @@ def _kind_codes(values: pa.Array) -> np.ndarray:
 
 #: Digits (a ``-`` not counted) that always fit a ``bigint``: 2**63 has 19.
 _SURE_BIGINT_DIGITS = 18
+#: ``kind_codes``' code of an integer of more than :data:`_SURE_BIGINT_DIGITS` digits (worked out here).
+_LONG_INTEGER = 5
+
+
+def _native_kind_codes(values: pa.Array) -> np.ndarray:
+    """:func:`_kind_codes` by one scan in C of the texts' bytes: about a tenth of the Arrow path's time, which
+    was a fifth of normalize's at 1M events (25M image values, four kernels and their masks a value)."""
+    offsets, data = text_buffers(values)
+    codes = np.frombuffer(_TEXT_FORMS.kind_codes(data, offsets), np.int8)  # type: ignore[union-attr]
+    if values.null_count:
+        codes[~np.asarray(values.is_valid().to_numpy(zero_copy_only=False), bool)] = _DOUBLE  # a SQL NULL
+    long_ = np.flatnonzero(codes == _LONG_INTEGER)
+    if len(long_):
+        named = _long_integer_kind(values.take(pa.array(long_))).to_numpy(zero_copy_only=False)
+        codes[long_] = np.select([named == "bigint", named == DECIMAL_INTEGER], [_BIGINT, _DECIMAL], _STRING)
+    return codes
 
 
 def _long_integer_kind(values: pa.Array) -> pa.Array:

@@ -11,12 +11,15 @@
  *   "-0" with neither fraction nor exponent.
  * quoted_forms(data, offsets, controls):
  *   per text, whether it is  "[^"\\]*"  (controls 0: no byte below 0x20 inside either).
- * Both take the column's data bytes and its n + 1 int64 offsets; they return a bytearray of n 0s or 1s
- * (writable: numpy reads it in place).
+ * kind_codes(data, offsets):
+ *   per text, the kind normalize's survey reads in it (``kind_form`` below), as an int8.
+ * Each takes the column's data bytes and its n + 1 int64 offsets; they return a bytearray of n values
+ * (0s or 1s for the forms; writable: numpy reads it in place).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <string.h>
 
 static int digits(const unsigned char *t, int64_t *p, int64_t len) {
     int64_t start = *p;
@@ -131,9 +134,31 @@ static PyObject *quoted_forms(PyObject *self, PyObject *args) {
     return scan(&data, &offs, quoted_params, params);
 }
 
+/* The kind a JSON text suggests, as ``batch_events._kind_codes`` judges it: -1 ``null``, 4 ``true`` / ``false``,
+ * 3 a text opening with a quote or a bracket, 1 ``-?[0-9]+`` of at most 18 digits, 5 a longer one (the caller
+ * judges those), else 0. */
+static int kind_form(const unsigned char *t, int64_t len, const int *unused) {
+    (void)unused;
+    if (len == 4 && memcmp(t, "null", 4) == 0) return -1;
+    if ((len == 4 && memcmp(t, "true", 4) == 0) || (len == 5 && memcmp(t, "false", 5) == 0)) return 4;
+    if (len > 0 && (t[0] == '"' || t[0] == '{' || t[0] == '[')) return 3;
+    int64_t p = len > 0 && t[0] == '-' ? 1 : 0;
+    if (p >= len) return 0;
+    for (int64_t i = p; i < len; i++)
+        if (t[i] < '0' || t[i] > '9') return 0;
+    return len - p > 18 ? 5 : 1;
+}
+
+static PyObject *kind_codes(PyObject *self, PyObject *args) {
+    Py_buffer data, offs;
+    if (!PyArg_ParseTuple(args, "y*y*", &data, &offs)) return NULL;
+    return scan(&data, &offs, kind_form, NULL);
+}
+
 static PyMethodDef methods[] = {
     {"number_forms", number_forms, METH_VARARGS, "Which texts are JSON numbers of a bounded form."},
     {"quoted_forms", quoted_forms, METH_VARARGS, "Which texts are JSON strings without escapes."},
+    {"kind_codes", kind_codes, METH_VARARGS, "The kind each JSON text suggests (normalize's survey)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cdclake import batch_events
 from cdclake._native import _text_forms
 from cdclake.compaction import arrow_typing
 
@@ -64,7 +65,49 @@ def test_the_decimal_patterns_are_scanned_and_the_calendar_ones_are_not():
         assert arrow_typing._matches(values, _DECIMALS[0]).tolist() == [True, False, True]
 
 
-@pytest.mark.parametrize("scan, args", [("number_forms", (18, 0, 0, 1)), ("quoted_forms", (1,))])
+@settings(max_examples=200, deadline=None)
+@given(
+    texts=st.lists(
+        st.one_of(st.none(), _TEXTS, st.text("-0123456789", max_size=40), st.text('{["-0x', max_size=4)), max_size=30
+    ),
+    start=st.integers(0, 3),
+    large=st.booleans(),
+)
+def test_kind_codes_are_the_arrow_path_s(texts, start, large):
+    """normalize's survey reads the same kind in each text with the C scan as with Arrow's kernels: nulls, slices,
+    integers either side of 18 digits (the longer ones judged apart), openers, ``true`` / ``false`` / ``null``."""
+    values = pa.array(texts, pa.large_string() if large else pa.string()).slice(min(start, len(texts)))
+    native = batch_events._kind_codes(values)
+    with mock.patch.object(batch_events, "_TEXT_FORMS", None):
+        arrow = batch_events._kind_codes(values)
+    assert native.dtype == arrow.dtype
+    assert native.tolist() == arrow.tolist()
+
+
+def test_kind_codes_of_each_kind():
+    values = pa.array(
+        [
+            "null",
+            "true",
+            "false",
+            '"x"',
+            '{"a":1}',
+            "[1]",
+            "-12",
+            "1" * 18,
+            "1" * 19,
+            "9" * 19,
+            "9" * 39,
+            "1.5",
+            "-",
+            "",
+            None,
+        ]
+    )
+    assert batch_events._kind_codes(values).tolist() == [-1, 4, 4, 3, 3, 3, 1, 1, 1, 2, 3, 0, 0, 0, 0]
+
+
+@pytest.mark.parametrize("scan, args", [("number_forms", (18, 0, 0, 1)), ("quoted_forms", (1,)), ("kind_codes", ())])
 def test_bad_offsets_are_refused(scan, args):
     with pytest.raises(ValueError, match="out of the texts"):
         getattr(_text_forms, scan)(b"12", np.array([0, 3], np.int64), *args)
