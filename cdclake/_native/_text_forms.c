@@ -11,6 +11,8 @@
  *   "-0" with neither fraction nor exponent.
  * quoted_forms(data, offsets, controls):
  *   per text, whether it is  "[^"\\]*"  (controls 0: no byte below 0x20 inside either).
+ * judge(data, offsets, columns, kinds, params):
+ *   per text, routing's judgement of it by its column's type (``judge`` below).
  * kind_codes(data, offsets):
  *   per text, the kind normalize's survey reads in it (``kind_form`` below), as an int8.
  * Each takes the column's data bytes and its n + 1 int64 offsets; they return a bytearray of n values
@@ -155,10 +157,71 @@ static PyObject *kind_codes(PyObject *self, PyObject *args) {
     return scan(&data, &offs, kind_form, NULL);
 }
 
+/* judge(data, offsets, columns, kinds, params): routing's judgement of each value of its column's type
+ * (``arrow_typing._valid_values``). ``columns``: each text's column (int64; outside 0..m-1: a column the table
+ * lacks); ``kinds``: each column's judgement (int8: 0 none, 1 a number form of its four ``params`` (int32, four a
+ * column: ``number_forms``' arguments), 2 a string, 3 a boolean, 4 asked of the caller). Per text, an int8:
+ * 3 the text ``null``; 1 accepted; 2 the caller judges it (a string that is not plain, a calendar type); else 0
+ * (the reference does). */
+static PyObject *judge(PyObject *self, PyObject *args) {
+    Py_buffer data, offs, cols, kinds, params;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*", &data, &offs, &cols, &kinds, &params)) return NULL;
+    PyObject *out = NULL;
+    Py_ssize_t n, m = kinds.len;
+    if (!column(&data, &offs, &n)) goto end;
+    if (cols.len != n * 8 || params.len != m * 16) {
+        PyErr_SetString(PyExc_ValueError, "columns, kinds and params do not fit the texts");
+        goto end;
+    }
+    out = PyByteArray_FromStringAndSize(NULL, n);
+    if (!out) goto end;
+    const unsigned char *t = (const unsigned char *)data.buf;
+    const int64_t *o = (const int64_t *)offs.buf, *c = (const int64_t *)cols.buf;
+    const int8_t *k = (const int8_t *)kinds.buf;
+    const int32_t *p = (const int32_t *)params.buf;
+    char *r = PyByteArray_AS_STRING(out);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const unsigned char *text = t + o[i];
+        int64_t len = o[i + 1] - o[i];
+        int64_t col = c[i];
+        int verdict = 0;
+        if (len == 4 && memcmp(text, "null", 4) == 0) {
+            verdict = 3;
+        } else if (col >= 0 && col < m) {
+            const int32_t *q = p + 4 * col;
+            switch (k[col]) {
+            case 1:
+                verdict = number_form(text, len, q[0], q[1], q[2], q[3]);
+                break;
+            case 2:
+                verdict = quoted_form(text, len, 1) ? 1 : 2;
+                break;
+            case 3:
+                verdict = (len == 4 && memcmp(text, "true", 4) == 0) || (len == 5 && memcmp(text, "false", 5) == 0);
+                break;
+            case 4:
+                verdict = 2;
+                break;
+            default:
+                verdict = 0;
+            }
+        }
+        r[i] = (char)verdict;
+    }
+end:
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&offs);
+    PyBuffer_Release(&cols);
+    PyBuffer_Release(&kinds);
+    PyBuffer_Release(&params);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"number_forms", number_forms, METH_VARARGS, "Which texts are JSON numbers of a bounded form."},
     {"quoted_forms", quoted_forms, METH_VARARGS, "Which texts are JSON strings without escapes."},
     {"kind_codes", kind_codes, METH_VARARGS, "The kind each JSON text suggests (normalize's survey)."},
+    {"judge", judge, METH_VARARGS, "Routing's judgement of each value by its column's type."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -107,6 +107,67 @@ def test_kind_codes_of_each_kind():
     assert batch_events._kind_codes(values).tolist() == [-1, 4, 4, 3, 3, 3, 1, 1, 1, 2, 3, 0, 0, 0, 0]
 
 
+_JUDGED_TYPES = [
+    "string",
+    "bigint",
+    "double",
+    "boolean",
+    "decimal(10,2)",
+    "decimal(2,2)",
+    "timestamp",
+    "date",
+    "binary",
+]
+_JUDGED_TEXTS = st.one_of(
+    _TEXTS,
+    st.sampled_from(
+        [
+            '"2024-01-01T00:00:00Z"',
+            '"2024-02-30"',
+            '"2024-02-29"',
+            '"1999-12-31 23:59:59.5+01:00"',
+            '"a\\nb"',
+            '"\\u00e9"',
+        ]
+    ),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    entries=st.lists(st.tuples(st.sampled_from("abcdefz"), st.one_of(st.none(), _JUDGED_TEXTS)), max_size=30),
+    types=st.lists(st.sampled_from(_JUDGED_TYPES), min_size=6, max_size=6),
+    start=st.integers(0, 3),
+    large=st.booleans(),
+)
+def test_judged_values_are_the_per_type_path_s(entries, types, start, large):
+    """Routing's one C pass over every value (``_text_forms.judge``) accepts what the per-type takes and scans do:
+    every type, a column the table lacks (``z``), nulls, ``null``, slices, strings with escapes, impossible dates."""
+    names = (
+        pa.array([n for n, _ in entries] + ["a"] * 3, pa.string())
+        .slice(0, len(entries))
+        .slice(min(start, len(entries)))
+    )
+    texts = pa.array([t for _, t in entries] + ["1"] * 3, pa.large_string() if large else pa.string())
+    texts = texts.slice(0, len(entries)).slice(min(start, len(entries)))
+    by_column = dict(zip("abcdef", types, strict=True))
+    native = arrow_typing._valid_values(names, texts, by_column)
+    with mock.patch.object(arrow_typing, "_TEXT_FORMS", None):
+        per_type = arrow_typing._valid_values(names, texts, by_column)
+    assert native.tolist() == per_type.tolist()
+
+
+def test_judge_refuses_columns_that_do_not_fit():
+    with pytest.raises(ValueError, match="do not fit the texts"):
+        _text_forms.judge(
+            b"12", np.array([0, 1, 2], np.int64), np.array([0], np.int64), np.array([1], np.int8), np.zeros(4, np.int32)
+        )
+    with pytest.raises(ValueError, match="do not fit the texts"):
+        _text_forms.judge(
+            b"1", np.array([0, 1], np.int64), np.array([0], np.int64), np.array([1], np.int8), np.zeros(3, np.int32)
+        )
+
+
 @pytest.mark.parametrize("scan, args", [("number_forms", (18, 0, 0, 1)), ("quoted_forms", (1,)), ("kind_codes", ())])
 def test_bad_offsets_are_refused(scan, args):
     with pytest.raises(ValueError, match="out of the texts"):
