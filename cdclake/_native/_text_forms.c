@@ -11,6 +11,8 @@
  *   "-0" with neither fraction nor exponent.
  * quoted_forms(data, offsets, controls):
  *   per text, whether it is  "[^"\\]*"  (controls 0: no byte below 0x20 inside either).
+ * iso_forms(data, offsets, with_time):
+ *   per text, whether it is ``arrow_typing._ISO_DATE`` (with_time 0) or ``_ISO_TIMESTAMP`` (1).
  * judge(data, offsets, columns, kinds, params):
  *   per text, routing's judgement of it by its column's type (``judge`` below).
  * kind_codes(data, offsets):
@@ -74,6 +76,44 @@ static int quoted_form(const unsigned char *t, int64_t len, int controls) {
         if (c == '"' || c == '\\' || (!controls && c < 0x20)) return 0;
     }
     return 1;
+}
+
+static int is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
+
+/* Two digits of ``first`` (the first digit's highest value) then any, or of ``first`` + 1 and at most ``last``. */
+static int two_digits(const unsigned char *t, char low_first, char high_first, char high_last) {
+    if (!is_digit(t[0]) || !is_digit(t[1]) || t[0] < low_first || t[0] > high_first) return 0;
+    return t[0] < high_first || t[1] <= high_last;
+}
+
+/* ``arrow_typing._ISO_DATE`` (``with_time`` 0) or ``_ISO_TIMESTAMP`` (1): a quoted ISO date of the years
+ * 1900-2999, with a time of day, at most six fraction digits and an optional ``Z`` or ``+HH:MM`` zone. */
+static int iso_form(const unsigned char *t, int64_t len, int with_time) {
+    if (len < 12 || t[0] != '"' || t[len - 1] != '"') return 0;
+    if (!((t[1] == '1' && t[2] == '9') || (t[1] == '2' && is_digit(t[2]))) || !is_digit(t[3]) || !is_digit(t[4]))
+        return 0;
+    if (t[5] != '-' || t[8] != '-') return 0;
+    if (!two_digits(t + 6, '0', '1', '2') || (t[6] == '0' && t[7] == '0')) return 0; /* 01-12 */
+    if (!two_digits(t + 9, '0', '3', '1') || (t[9] == '0' && t[10] == '0')) return 0;  /* 01-31 */
+    if (!with_time) return len == 12;
+    if (len < 21 || (t[11] != 'T' && t[11] != ' ')) return 0;
+    if (!two_digits(t + 12, '0', '2', '3') || t[14] != ':' || !two_digits(t + 15, '0', '5', '9') || t[17] != ':' ||
+        !two_digits(t + 18, '0', '5', '9'))
+        return 0;
+    int64_t p = 20, end = len - 1; /* the closing quote */
+    if (p < end && t[p] == '.') {
+        int64_t start = ++p;
+        while (p < end && is_digit(t[p])) p++;
+        if (p - start < 1 || p - start > 6) return 0;
+    }
+    if (p < end && t[p] == 'Z') {
+        p++;
+    } else if (p < end && (t[p] == '+' || t[p] == '-')) {
+        if (end - p < 6 || !two_digits(t + p + 1, '0', '2', '3') || t[p + 3] != ':' || !two_digits(t + p + 4, '0', '5', '9'))
+            return 0;
+        p += 6;
+    }
+    return p == end;
 }
 
 /* The column's buffers, checked: n + 1 ascending int64 offsets within the data. */
@@ -151,6 +191,15 @@ static int kind_form(const unsigned char *t, int64_t len, const int *unused) {
     return len - p > 18 ? 5 : 1;
 }
 
+static int iso_params(const unsigned char *t, int64_t len, const int *p) { return iso_form(t, len, p[0]); }
+
+static PyObject *iso_forms(PyObject *self, PyObject *args) {
+    Py_buffer data, offs;
+    int params[1];
+    if (!PyArg_ParseTuple(args, "y*y*i", &data, &offs, &params[0])) return NULL;
+    return scan(&data, &offs, iso_params, params);
+}
+
 static PyObject *kind_codes(PyObject *self, PyObject *args) {
     Py_buffer data, offs;
     if (!PyArg_ParseTuple(args, "y*y*", &data, &offs)) return NULL;
@@ -222,6 +271,7 @@ static PyMethodDef methods[] = {
     {"quoted_forms", quoted_forms, METH_VARARGS, "Which texts are JSON strings without escapes."},
     {"kind_codes", kind_codes, METH_VARARGS, "The kind each JSON text suggests (normalize's survey)."},
     {"judge", judge, METH_VARARGS, "Routing's judgement of each value by its column's type."},
+    {"iso_forms", iso_forms, METH_VARARGS, "Which texts are quoted ISO dates (or timestamps) of 1900-2999."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -86,8 +86,16 @@ _FORMS: dict[str, tuple[int, ...]] = {
 }
 
 
+#: The calendar patterns ``_text_forms.iso_forms`` scans (its ``with_time`` argument).
+_ISO_FORMS = {_ISO_DATE: 0, _ISO_TIMESTAMP: 1}
+
+
 def _matches(values: pa.Array, pattern: str) -> np.ndarray:
     """Which of ``values`` match ``pattern`` (NULL: no); by a scanner in C where one reads the pattern."""
+    if _TEXT_FORMS is not None and pattern in _ISO_FORMS:
+        offsets, data = text_buffers(values)
+        matched = np.frombuffer(_TEXT_FORMS.iso_forms(data, offsets, _ISO_FORMS[pattern]), np.bool_)
+        return matched & values.is_valid().to_numpy(zero_copy_only=False) if values.null_count else matched
     form = _FORMS.get(pattern) if _TEXT_FORMS is not None else None
     if form is None:
         if pattern == _BOOL:

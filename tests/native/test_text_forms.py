@@ -17,7 +17,7 @@ from cdclake._native import _text_forms
 from cdclake.compaction import arrow_typing
 
 _DECIMALS = [arrow_typing._decimal_pattern(t) for t in ("decimal(10,2)", "decimal(5,0)", "decimal(38,18)")]
-_PATTERNS = [*arrow_typing._FORMS, arrow_typing._BOOL]
+_PATTERNS = [*arrow_typing._FORMS, arrow_typing._BOOL, *arrow_typing._ISO_FORMS]
 
 # number-like and string-like texts near the patterns' edges, and anything else
 _PIECES = st.sampled_from(["-", "0", "1", "9", "00", ".", "e", "E", "+", '"', "\\", "\n", "\x01", "é", "a", " "])
@@ -36,6 +36,27 @@ _TEXTS = st.one_of(
     st.text(max_size=6).map(lambda t: f'"{t}"'),
     st.text(max_size=6),
     st.sampled_from(["true", "false", "null", "True", "truex"]),
+    # calendar texts: each field at and past its bounds, either separator, fractions of 0-7 digits, zones
+    st.builds(
+        lambda y, mo, d, sep, h, mi, sec, frac, zone, q: f'"{y}-{mo}-{d}{sep}{h}:{mi}:{sec}{frac}{zone}{q}',
+        st.sampled_from(["1899", "1900", "1999", "2000", "2999", "3000", "20x4", "024"]),
+        st.sampled_from(["00", "01", "09", "10", "12", "13", "1", "0a"]),
+        st.sampled_from(["00", "01", "09", "19", "29", "30", "31", "32", "40"]),
+        st.sampled_from(["T", " ", "t", "", "X"]),
+        st.sampled_from(["00", "09", "19", "20", "23", "24", "30"]),
+        st.sampled_from(["00", "59", "60", "5"]),
+        st.sampled_from(["00", "59", "60"]),
+        st.sampled_from(["", ".", ".1", ".123456", ".1234567"]),
+        st.sampled_from(["", "Z", "+01:00", "-23:59", "+24:00", "+01:60", "+0100", "z", "ZZ"]),
+        st.sampled_from(['"', "", '""']),
+    ),
+    st.builds(
+        lambda y, mo, d, q: f'"{y}-{mo}-{d}{q}',
+        st.sampled_from(["1900", "1999", "2999", "1899", "3000"]),
+        st.sampled_from(["00", "01", "12", "13"]),
+        st.sampled_from(["00", "01", "31", "32"]),
+        st.sampled_from(['"', "", 'T"', '""']),
+    ),
 )
 
 
@@ -57,9 +78,40 @@ def test_the_number_pattern_s_longest_integer():
     assert arrow_typing._matches(values, arrow_typing._NUMBER).tolist() == [True, False, True, False]
 
 
-def test_the_decimal_patterns_are_scanned_and_the_calendar_ones_are_not():
+def _calendar_variants() -> list[str]:
+    """A valid timestamp and date with one field at a time set to each value at and past its bounds."""
+    fields = {
+        "y": ["1899", "1900", "1999", "2000", "2999", "3000"],
+        "mo": ["00", "01", "09", "10", "12", "13", "20"],
+        "d": ["00", "01", "09", "10", "29", "30", "31", "32", "39", "40"],
+        "sep": ["T", " ", "t"],
+        "h": ["00", "09", "10", "19", "20", "23", "24", "29", "30"],
+        "mi": ["00", "59", "60", "69"],
+        "s": ["00", "59", "60"],
+        "f": ["", ".", ".1", ".123456", ".1234567"],
+        "z": ["", "Z", "+00:00", "-23:59", "+24:00", "+20:00", "+19:59", "+01:60", "+0100", "+01:0"],
+    }
+    base = {"y": "2024", "mo": "02", "d": "29", "sep": "T", "h": "23", "mi": "59", "s": "59", "f": ".5", "z": "Z"}
+    out = []
+    for name, values in fields.items():
+        for value in values:
+            v = {**base, name: value}
+            out.append(f'"{v["y"]}-{v["mo"]}-{v["d"]}{v["sep"]}{v["h"]}:{v["mi"]}:{v["s"]}{v["f"]}{v["z"]}"')
+            out.append(f'"{v["y"]}-{v["mo"]}-{v["d"]}"')
+    return out
+
+
+def test_each_calendar_field_at_its_bounds():
+    values = pa.array(_calendar_variants())
+    for pattern in arrow_typing._ISO_FORMS:
+        scanned = arrow_typing._matches(values, pattern)
+        assert scanned.tolist() == _regex(values, pattern).tolist(), pattern
+        assert scanned.any()
+
+
+def test_the_decimal_and_calendar_patterns_are_scanned():
     assert all(pattern in arrow_typing._FORMS for pattern in _DECIMALS)
-    assert arrow_typing._ISO_DATE not in arrow_typing._FORMS
+    assert set(arrow_typing._ISO_FORMS) == {arrow_typing._ISO_DATE, arrow_typing._ISO_TIMESTAMP}
     with mock.patch.object(arrow_typing, "_TEXT_FORMS", None):  # the regex path where the module is not built
         values = pa.array(["12.50", "1.234", "-0"])
         assert arrow_typing._matches(values, _DECIMALS[0]).tolist() == [True, False, True]
@@ -168,7 +220,9 @@ def test_judge_refuses_columns_that_do_not_fit():
         )
 
 
-@pytest.mark.parametrize("scan, args", [("number_forms", (18, 0, 0, 1)), ("quoted_forms", (1,)), ("kind_codes", ())])
+@pytest.mark.parametrize(
+    "scan, args", [("number_forms", (18, 0, 0, 1)), ("quoted_forms", (1,)), ("kind_codes", ()), ("iso_forms", (1,))]
+)
 def test_bad_offsets_are_refused(scan, args):
     with pytest.raises(ValueError, match="out of the texts"):
         getattr(_text_forms, scan)(b"12", np.array([0, 3], np.int64), *args)
