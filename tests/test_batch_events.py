@@ -88,3 +88,42 @@ def test_table_rows_name_every_row_once(names):
         assert all(names[i] == table for i in positions)
         seen += positions
     assert sorted(seen) == list(range(len(names)))
+
+
+def test_read_ahead_gives_every_item_in_order_and_reads_the_next_one_early() -> None:
+    import threading
+
+    from cdclake.batch_events import read_ahead
+
+    asked = []
+    second_read = threading.Event()
+
+    def items():
+        for n in range(5):
+            asked.append(n)
+            if n == 1:
+                second_read.set()
+            yield n
+
+    got = []
+    for item in read_ahead(items()):
+        if item == 0:  # the consumer still holds the first item: the second is read meanwhile
+            assert second_read.wait(timeout=30)
+        got.append(item)
+    assert got == asked == [0, 1, 2, 3, 4]
+    assert list(read_ahead(iter(()))) == []
+
+
+def test_read_ahead_raises_the_reader_error_where_its_item_was_due() -> None:
+    import pytest
+
+    from cdclake.batch_events import read_ahead
+
+    def items():
+        yield "first"
+        raise OSError("chunk 2 unreadable")
+
+    reader = read_ahead(items())
+    assert next(reader) == "first"
+    with pytest.raises(OSError, match="chunk 2 unreadable"):
+        next(reader)
