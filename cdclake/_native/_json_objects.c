@@ -14,6 +14,9 @@
  *   firsts       per layout, (index of its first name, its member count)
  *   members      the member count of all texts
  * A name twice in one object is not checked here (the caller checks each distinct layout once).
+ *
+ * bracket_counts(data, froms, tos): per range [froms[i], tos[i]) of ``data`` (int64 bounds), how many bytes
+ * of it are ``{`` or ``[`` (int64): the bound on a record's depth that the JSON paths hold to the limit.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -229,8 +232,41 @@ done:
     return result;
 }
 
+static PyObject *bracket_counts(PyObject *self, PyObject *args) {
+    Py_buffer data, froms, tos;
+    if (!PyArg_ParseTuple(args, "y*y*y*", &data, &froms, &tos)) return NULL;
+    PyObject *out = NULL;
+    if (froms.len != tos.len || froms.len % 8 != 0) {
+        PyErr_SetString(PyExc_ValueError, "froms and tos: n int64 bounds each");
+        goto done;
+    }
+    Py_ssize_t n = froms.len / 8;
+    const int64_t *from = (const int64_t *)froms.buf, *to = (const int64_t *)tos.buf;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (from[i] < 0 || from[i] > to[i] || to[i] > data.len) {
+            PyErr_SetString(PyExc_ValueError, "a range out of the data or reversed");
+            goto done;
+        }
+    }
+    out = PyBytes_FromStringAndSize(NULL, n * 8);
+    if (!out) goto done;
+    int64_t *counts = (int64_t *)PyBytes_AS_STRING(out);
+    const unsigned char *base = (const unsigned char *)data.buf;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t count = 0;
+        for (int64_t b = from[i]; b < to[i]; b++) count += (base[b] == '{') | (base[b] == '[');
+        counts[i] = count;
+    }
+done:
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&froms);
+    PyBuffer_Release(&tos);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"split_objects", split_objects, METH_VARARGS, "Split JSON object texts into member names and value texts."},
+    {"bracket_counts", bracket_counts, METH_VARARGS, "Count the opening brackets of ranges of bytes."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -114,13 +114,37 @@ def shallow(text: bytes, starts: np.ndarray, heads: list[bytes]) -> bool:
     brackets than the depth limit, so none can nest deeper than the reference reads. ``heads``: each record's
     schema block (:func:`schema_texts`: one object per distinct block). Where a line starts with its block
     (``{"schema":<head>,...``), the block's brackets are counted once per distinct block and the rest of the
-    line by one C count; other lines are counted whole."""
+    line by one count (for every line at once in C where the module is built); other lines are counted whole."""
+    if _NATIVE is None:
+        return _shallow_lines(text, starts, heads)
+    ends = np.append(starts[1:], len(text)).astype(np.int64)
+    data = np.frombuffer(text, np.uint8)
+    at = np.minimum(starts[:, None] + np.arange(len(_HEADED), dtype=np.int64), len(text) - 1)
+    headed = (data[at] == _HEADED_BYTES).all(axis=1)  # a line shorter than the prefix meets its newline first
+    by_head: dict[int, tuple[int, int]] = {}
+    for head in heads:
+        if id(head) not in by_head:
+            by_head[id(head)] = (len(head), head.count(b"{") + head.count(b"["))
+    sizes = np.array([by_head[id(head)] for head in heads], np.int64).reshape(len(heads), 2)
+    froms = starts.astype(np.int64) + np.where(headed, len(_HEADED) + sizes[:, 0], 0)
+    in_heads = np.where(headed, 1 + sizes[:, 1], 0)  # the envelope's brace (past the prefix) and the block's
+    counts = np.frombuffer(_NATIVE.bracket_counts(text, np.minimum(froms, ends), ends), np.int64)
+    return int((counts + in_heads).max(initial=0)) <= MAX_JSON_DEPTH
+
+
+#: The start of a line that holds its schema block first (as Kafka Connect's JSON writer writes it).
+_HEADED = b'{"schema":'
+_HEADED_BYTES = np.frombuffer(_HEADED, np.uint8)
+
+
+def _shallow_lines(text: bytes, starts: np.ndarray, heads: list[bytes]) -> bool:
+    """:func:`shallow` a line at a time in Python (where the C module is not built)."""
     count = text.count
     ends = [*starts[1:].tolist(), len(text)]
     in_heads: dict[int, int] = {}
     most = 0
     for start, end, head in zip(starts.tolist(), ends, heads, strict=True):
-        if not text.startswith(b'{"schema":', start):
+        if not text.startswith(_HEADED, start):
             most = max(most, count(b"{", start, end) + count(b"[", start, end))
             continue
         in_head = in_heads.get(id(head))

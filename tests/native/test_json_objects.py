@@ -176,3 +176,43 @@ def test_a_span_the_splitter_refuses_is_read_with_dicts(bench_spans):
     assert splits.call_count >= 1  # the splitter was asked first
     with mock.patch.object(json_columns, "_NATIVE", None):
         assert batch == debezium_json_columns.decode_span(get_decoder("debezium-json"), odd, "f", 0)
+
+
+_BRACKETY = st.text(st.sampled_from('{}[]"a:,\\'), max_size=12).map(str.encode)
+
+
+@st.composite
+def _records(draw) -> tuple[bytes, list[bytes]]:
+    """Lines of a span with their schema blocks: most start with the block, some with another member or short."""
+    heads = draw(st.lists(st.sampled_from([b"{}", b'{"a":[1]}', b"[" * 300 + b"]" * 300, b'{"b":"{["}']), min_size=1))
+    lines = []
+    for head in heads:
+        rest = draw(st.sampled_from([b"{}", b"[" * 250 + b"]" * 250, b'"x"'])) + draw(_BRACKETY)
+        shape = draw(st.sampled_from(["headed", "payload first", "short"]))
+        if shape == "headed":
+            lines.append(b'{"schema":' + head + b',"payload":' + rest + b"}")
+        elif shape == "payload first":
+            lines.append(b'{"payload":' + rest + b',"schema":' + head + b"}")
+        else:
+            lines.append(draw(st.sampled_from([b"{}", b"[", b'{"schema'])))
+    return lines, heads
+
+
+@settings(max_examples=200, deadline=None)
+@given(_records())
+def test_the_bracket_bound_in_c_is_the_line_by_line_one(records):
+    """``shallow`` over the C counts equals the Python loop, lines with and without their block first, near and
+    past the depth limit, lines shorter than the block's prefix."""
+    lines, heads = records
+    text = b"\n".join(lines) + b"\n"
+    starts = np.array([0, *np.cumsum([len(line) + 1 for line in lines])[:-1]], np.int64)
+    blocks = json_columns.schema_texts([Raw(head) for head in heads])
+    assert json_columns.shallow(text, starts, blocks) == json_columns._shallow_lines(text, starts, blocks)
+
+
+def test_bracket_counts_count_each_range_and_refuse_bad_ones():
+    bounds = np.array([0, 2, 5], np.int64), np.array([4, 2, 8], np.int64)
+    assert np.frombuffer(_json_objects.bracket_counts(b"{[x]{a[[", *bounds), np.int64).tolist() == [2, 0, 2]
+    for froms, tos in (([0], [10]), ([-1], [2]), ([3], [2]), ([0, 1], [2])):
+        with pytest.raises(ValueError):
+            _json_objects.bracket_counts(b"{[x]{a[[", np.array(froms, np.int64), np.array(tos, np.int64))
