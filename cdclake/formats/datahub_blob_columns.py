@@ -150,15 +150,40 @@ def decode_span(decoder: DataHubBlobDecoder, span: bytes, file: str, offset: int
 
 class _Row:
     """One event of the span: what the reference's ``ChangeEvent`` holds, images as ``Raw`` texts (``side``: the
-    half of an update it is, else None)."""
+    half of an update it is, else None). A half's ``meta`` holds only its own members (:data:`_OWN_MEMBERS`) and
+    ``version`` its message's: the join writes the rest from its plan (``_joined``), and a half left unpaired is
+    never given (the span is cut before it)."""
 
     __slots__ = ("after", "after_plan", "before", "before_plan", "event_ts", "keys", "meta", "offset", "op")
-    __slots__ += ("seq", "side", "table", "vendor_op")  # type: ignore[assignment]
+    __slots__ += ("seq", "side", "table", "vendor_op", "version")  # type: ignore[assignment]
 
-    def __init__(self, op: str, before: Any, after: Any, plans: tuple[_Plan, _Plan], *scalars: Any) -> None:
-        self.op, self.before, self.after = op, before, after
-        self.before_plan, self.after_plan = plans
-        self.table, self.seq, self.event_ts, self.keys, self.meta, self.offset, self.side, self.vendor_op = scalars
+    def __init__(
+        self,
+        op: str,
+        before: Any,
+        after: Any,
+        before_plan: _Plan,
+        after_plan: _Plan,
+        table: str,
+        seq: str,
+        event_ts: Any,
+        keys: Any,
+        meta: Any,
+        offset: int,
+        side: str | None = None,
+        vendor_op: str | None = None,
+        version: Any = None,
+    ) -> None:
+        self.op, self.before, self.after, self.before_plan, self.after_plan = op, before, after, before_plan, after_plan
+        self.table, self.seq, self.event_ts, self.keys, self.meta, self.offset = (
+            table,
+            seq,
+            event_ts,
+            keys,
+            meta,
+            offset,
+        )
+        self.side, self.vendor_op, self.version = side, vendor_op, version
 
 
 def _rows(
@@ -167,12 +192,17 @@ def _rows(
     """(how many records were read, their events in the reference's order): each message by
     ``DataHubBlobDecoder._message``'s rules, each update's halves joined where the second is read
     (``UpdatePairs.add``). None: a record outside the shape. ``schemas``: each record's schema block
-    (``_json_columns.schema_texts``). ``split``: the images' ``dataColumn`` read as ``Raw`` texts."""
+    (``_json_columns.schema_texts``: one object per distinct block, so its plan is looked up once).
+    ``split``: the images' ``dataColumn`` read as ``Raw`` texts."""
     rows: list[_Row | None] = []
     pending: dict[tuple[str, str], int] = {}
     pairs: list[tuple[int, int]] = []
-    for index, record in enumerate(records):
-        row = _row(decoder, record, offsets[index], schemas[index], split)
+    plans: dict[int, _Plan | None] = {}
+    for index, (record, offset, schema) in enumerate(zip(records, offsets, schemas, strict=True)):
+        plan = plans.get(id(schema), _NO_PLAN)
+        if plan is _NO_PLAN:
+            plan = plans[id(schema)] = _plan(decoder, schema)
+        row = _row(decoder, record, offset, plan, split)  # type: ignore[arg-type]
         if row is None:
             return None
         rows.append(row)
@@ -196,6 +226,10 @@ def _rows(
     return read_to, [row for row in rows[:read_to] if row is not None]
 
 
+#: :func:`_rows`' mark of a schema block whose plan is not looked up yet.
+_NO_PLAN = object()
+
+
 def _cut(records: int, unpaired: Any, pairs: list[tuple[int, int]]) -> int:
     """The most records a span can give (from its first) with no update split: none past a half whose partner
     is not in the span, none that splits a pair."""
@@ -210,10 +244,9 @@ def _cut(records: int, unpaired: Any, pairs: list[tuple[int, int]]) -> int:
         cut = int(firsts[split].min())
 
 
-def _row(decoder: DataHubBlobDecoder, record: Any, offset: int, schema: bytes, split: bool) -> _Row | None:
-    """One message's event (or half), as the reference's ``_message`` makes it; None: one it rejects or that
-    this path leaves to it."""
-    plan = _plan(decoder, schema)
+def _row(decoder: DataHubBlobDecoder, record: Any, offset: int, plan: _Plan | None, split: bool) -> _Row | None:
+    """One message's event (or half), as the reference's ``_message`` makes it (``plan``: its schema block's;
+    None: one the reference refuses); None: one it rejects or that this path leaves to it."""
     p = record.payload
     op = p.op
     if plan is None or type(op) is not str or op not in _ROW_OPS or not plan.table:
@@ -223,7 +256,12 @@ def _row(decoder: DataHubBlobDecoder, record: Any, offset: int, schema: bytes, s
     if sequence is None or (timestamp is not None and type(timestamp) is not dict):
         return None
     try:
-        event_ts = _event_millis(timestamp.get("eventTime")) if timestamp else None
+        if timestamp:
+            event_ts = timestamp.get("eventTime")
+            if type(event_ts) is not int or event_ts not in _MILLIS_RANGE:
+                event_ts = epoch_millis(event_ts, "timestamp.eventTime")
+        else:
+            event_ts = None
         seq, snapshot = datahub_seq(sequence, "sequenceId")
     except RecordError:
         return None
@@ -233,42 +271,45 @@ def _row(decoder: DataHubBlobDecoder, record: Any, offset: int, schema: bytes, s
         head["timestamp"] = timestamp
     version = None if record.version is UNSET else record.version
     if op in _HALVES and (before is None or after is None):
-        meta: dict[str, Any] | str = {**head, **plan.tail(version)}  # maybe a half: the join reads the dict
-    else:
-        meta = joined_text(meta_text(head), plan.tail_text(version))
-    scalars = (plan.table, seq, event_ts, plan.keys, meta, offset)
+        side = "before" if op in _BEFORE_HALVES else "after"
+        if (before if side == "before" else after) is None or snapshot:
+            return None
+        return _Row(
+            "UPDATE", before, after, plan, plan, plan.table, seq, event_ts, plan.keys, head, offset, side, op, version
+        )
+    meta = joined_text(meta_text(head), plan.tail_text(version))
     if op == "INSERT":
         if after is None or before is not None:
             return None
-        return _Row("UPSERT" if snapshot else "INSERT", None, after, (plan, plan), *scalars, None, op)
+        return _Row(
+            "UPSERT" if snapshot else "INSERT",
+            None,
+            after,
+            plan,
+            plan,
+            plan.table,
+            seq,
+            event_ts,
+            plan.keys,
+            meta,
+            offset,
+        )
     if op == "DELETE":
         if before is None or after is not None:
             return None
-        return _Row("DELETE", before, None, (plan, plan), *scalars, None, op)
-    if op == "UPDATE" or (before is not None and after is not None):
-        if after is None:
-            return None
-        return _Row("UPDATE", before, after, (plan, plan), *scalars, None, op)
-    side = "before" if op in _BEFORE_HALVES else "after"
-    if (before if side == "before" else after) is None or snapshot:
+        return _Row("DELETE", before, None, plan, plan, plan.table, seq, event_ts, plan.keys, meta, offset)
+    if after is None:  # an UPDATE (a half with both images is a whole update)
         return None
-    return _Row("UPDATE", before, after, (plan, plan), *scalars, side, op)
+    return _Row("UPDATE", before, after, plan, plan, plan.table, seq, event_ts, plan.keys, meta, offset)
 
 
 #: Epoch milliseconds an aware ``datetime`` holds (the years 1-9999): kept as the integer, the column converts.
 _MILLIS_RANGE = range(0, 253_402_300_800_000)
 
 
-def _event_millis(value: Any) -> int | Any:
-    """``timestamp.eventTime`` as the reference's ``epoch_millis`` reads it: an integer of epoch milliseconds
-    kept as it is (``_batch`` converts the column at once), else that function's ``datetime`` or None."""
-    if type(value) is int and value in _MILLIS_RANGE:
-        return value
-    return epoch_millis(value, "timestamp.eventTime")
-
-
 def _event_ts_array(values: list[Any]) -> pa.Array:
-    """The event times of ``_event_millis`` as the decoded column (integers converted at once)."""
+    """The event times of ``_row`` (integer epoch milliseconds, or the reference's ``epoch_millis`` ``datetime``
+    for any other) as the decoded column (integers converted at once)."""
     millis = [v for v in values if type(v) is int]
     if not millis:
         return pa.array(values, DECODED_FILE_SCHEMA.field("event_ts").type)
@@ -296,24 +337,25 @@ def _joined(first: _Row, second: _Row) -> _Row:
     """The reference's ``UPDATE`` of two halves (``UpdatePairs.add``), where the second one is read."""
     before, after = (first, second) if first.side == "before" else (second, first)
     b_half, a_half = (before.vendor_op, before.offset, before.meta), (after.vendor_op, after.offset, after.meta)
-    plan, version = before.before_plan, before.meta.get("version")
-    if plan is after.after_plan and version == after.meta.get("version") and type(version) in (str, type(None)):
+    plan, version = before.before_plan, before.version
+    if plan is after.after_plan and version == after.version and type(version) in (str, type(None)):
         meta: dict[str, Any] | str = _pair_text(b_half, a_half, plan.tail_text(version))
-    else:
+    else:  # each half's whole meta, as the reference's halves hold it
+        b_half = (*b_half[:2], {**before.meta, **before.before_plan.tail(before.version)})
+        a_half = (*a_half[:2], {**after.meta, **after.after_plan.tail(after.version)})
         meta = pair_meta(b_half, a_half)
     return _Row(
         "UPDATE",
         before.before,
         after.after,
-        (before.before_plan, after.after_plan),
+        before.before_plan,
+        after.after_plan,
         after.table,
         after.seq,
         after.event_ts if after.event_ts is not None else before.event_ts,
         after.keys or before.keys,
         meta,
         min(before.offset, after.offset),
-        None,
-        None,
     )
 
 

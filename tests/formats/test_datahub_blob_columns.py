@@ -129,6 +129,24 @@ def test_update_halves_join_in_either_order_and_apart(first: str):
     assert assert_same_files(_lines(lines)) == 1
 
 
+@pytest.mark.parametrize("first", ["before", "after"])
+@pytest.mark.parametrize(
+    ("before_kw", "after_kw"),
+    [
+        ({"columns": {"V": "STRING"}}, {"columns": {"V": "STRING", "W": "DOUBLE"}}),  # two schema blocks
+        ({"version": '"0.0.1"'}, {"version": '"0.0.2"'}),  # two versions
+        ({"version": "None"}, {"version": '{"v":1}'}),  # none, and one that is not text
+    ],
+)
+def test_halves_of_two_schema_blocks_or_versions_join_as_the_reference_joins_them(first, before_kw, after_kw):
+    """The join's meta when its halves' shared members differ: each half's whole meta, as the reference holds it."""
+    kw = [{k: (None if v == "None" else v) for k, v in side.items()} for side in (before_kw, after_kw)]
+    b = _record(9, op="UPDATE_BEFOR", before='{"ID":1,"V":"a"}', after=None, **kw[0])
+    a = _record(9, op="UPDATE_AFTER", after='{"ID":1,"V":"b"}', **kw[1])
+    lines = [_record(1), *([b, a] if first == "before" else [a, b]), _record(2, after='{"ID":2,"V":"x"}')]
+    assert assert_same_files(_lines(lines)) == 1
+
+
 @pytest.mark.parametrize("span_bytes", [10, 700, 1500, 2600])
 def test_a_pair_across_a_span_end_is_read_by_the_next_span(span_bytes: int):
     lines = [_record(1), *_halves(2), _record(3), *_halves(4, "after"), *_halves(5), _record(6)]
