@@ -17,6 +17,8 @@
  *   per text, routing's judgement of it by its column's type (``judge`` below).
  * kind_codes(data, offsets):
  *   per text, the kind normalize's survey reads in it (``kind_form`` below), as an int8.
+ * shape_bits(data, offsets):
+ *   per text (a valid JSON value), its ``formats/_json_shapes.JsonShapes`` as bits (``shape_form`` below).
  * Each takes the column's data bytes and its n + 1 int64 offsets; they return a bytearray of n values
  * (0s or 1s for the forms; writable: numpy reads it in place).
  */
@@ -191,6 +193,37 @@ static int kind_form(const unsigned char *t, int64_t len, const int *unused) {
     return len - p > 18 ? 5 : 1;
 }
 
+/* The shape of a valid JSON text, as ``_json_shapes.json_shapes`` reads it from the bytes: 1 ``null``, 2 a boolean,
+ * 4 a string, 8 a number the builder writes as it is, 16 such a number without a point, 32 a text the builder writes
+ * another way (a backslash, a nested value, a number with an exponent, ``-0``, or one starting ``0.000000`` /
+ * ``-0.000000``), 64 a backslash; 0 for an empty text. */
+static int shape_form(const unsigned char *t, int64_t len, const int *unused) {
+    (void)unused;
+    if (len <= 0) return 0;
+    unsigned char c = t[0];
+    int bits = memchr(t, '\\', (size_t)len) ? 64 | 32 : 0;
+    if (c == 'n' && len == 4) return bits | 1;
+    if (c == 't' || c == 'f') return bits | 2;
+    if (c == '"') return bits | 4;
+    if (c == '{' || c == '[') return bits | 32;
+    if (c != '-' && (c < '0' || c > '9')) return bits;
+    int exponent = 0, point = 0;
+    for (int64_t i = 0; i < len; i++) {
+        if (t[i] == 'e' || t[i] == 'E') exponent = 1;
+        else if (t[i] == '.') point = 1;
+    }
+    int tiny = (c == '-' && len == 2 && t[1] == '0') || (len >= 8 && memcmp(t, "0.000000", 8) == 0)
+               || (len >= 9 && memcmp(t, "-0.000000", 9) == 0);
+    if (bits || exponent || tiny) return bits | 32;
+    return point ? 8 : 8 | 16;
+}
+
+static PyObject *shape_bits(PyObject *self, PyObject *args) {
+    Py_buffer data, offs;
+    if (!PyArg_ParseTuple(args, "y*y*", &data, &offs)) return NULL;
+    return scan(&data, &offs, shape_form, NULL);
+}
+
 static int iso_params(const unsigned char *t, int64_t len, const int *p) { return iso_form(t, len, p[0]); }
 
 static PyObject *iso_forms(PyObject *self, PyObject *args) {
@@ -272,6 +305,7 @@ static PyMethodDef methods[] = {
     {"kind_codes", kind_codes, METH_VARARGS, "The kind each JSON text suggests (normalize's survey)."},
     {"judge", judge, METH_VARARGS, "Routing's judgement of each value by its column's type."},
     {"iso_forms", iso_forms, METH_VARARGS, "Which texts are quoted ISO dates (or timestamps) of 1900-2999."},
+    {"shape_bits", shape_bits, METH_VARARGS, "The JSON shape of each text, as bits."},
     {NULL, NULL, 0, NULL},
 };
 
