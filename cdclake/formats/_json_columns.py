@@ -16,8 +16,9 @@ import pyarrow.compute as pc
 from msgspec import UNSET, Raw, UnsetType
 
 from cdclake._native import json_objects as _NATIVE
+from cdclake._native import text_forms as _TEXT_FORMS
 from cdclake._native import value_texts as _VALUE_TEXTS
-from cdclake.arrow_text import holding, replaced, text_buffers, with_spelt
+from cdclake.arrow_text import first_bytes, holding, replaced, text_buffers, with_spelt
 from cdclake.event_arrow import DECODED_FILE_SCHEMA
 from cdclake.events import value_text
 from cdclake.formats._connect_decimals import with_connect_decimals
@@ -526,14 +527,25 @@ def _with_decimal_texts(texts: pa.Array, kinds: np.ndarray, slow: np.ndarray, pr
     if not len(candidates):
         return texts
     chosen = texts.take(pa.array(candidates))
-    plain = pc.match_substring_regex(chosen, _PLAIN_DECIMAL)
     inner = pc.utf8_slice_codeunits(chosen, 1, -1)
-    done = np.asarray(pc.fill_null(pc.and_not(plain, respelt(inner)), False).to_numpy(zero_copy_only=False), bool)
+    done = _plain_decimals(chosen, inner) & ~json_shapes(inner).spelt
     if not done.any():
         return texts
     at = candidates[done]
     slow[at] = False
     return replaced(texts, at, inner.filter(pa.array(done)))
+
+
+def _plain_decimals(texts: pa.Array, inner: pa.Array) -> np.ndarray:
+    """Which ``texts`` (valid JSON, no nulls; ``inner``: each without its first and last character) match
+    :data:`_PLAIN_DECIMAL`: a string whose inside is a plain decimal, read by ``number_forms`` in C where the module
+    is built (any digits, any fraction digits, no exponent), else by the regular expression."""
+    if _TEXT_FORMS is None:
+        matched = pc.match_substring_regex(texts, _PLAIN_DECIMAL)
+        return np.asarray(pc.fill_null(matched, False).to_numpy(zero_copy_only=False), bool)
+    offsets, data = text_buffers(inner)
+    plain = np.frombuffer(_TEXT_FORMS.number_forms(data, offsets, 2**31 - 1, -1, 0, 1), np.bool_)
+    return plain & (first_bytes(texts) == ord('"'))  # a JSON text opening with a quote is a string: it ends with one
 
 
 _ENVELOPE = msgspec.json.Decoder(dict[str, Raw])

@@ -46,3 +46,29 @@ def test_each_line_counts_its_own_blocks_and_payload_brackets():
     assert _shallow([_line(flat, half), _line(deep_head, b"{}")])
     assert not _shallow([_line(flat, flat), _line(deep_head, b'{"x":' + half + b"}")])
     assert not _shallow([_line(flat, flat), _line(deep_head, b"{}"), _line(deep_head, b'{"x":' + half + b"}")])
+
+
+def test_plain_decimal_strings_are_the_pattern_s():
+    """The C reading of ``_PLAIN_DECIMAL`` (a string holding a plain decimal) answers as the regular expression."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pytest
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from cdclake.formats import _json_columns
+
+    if _json_columns._TEXT_FORMS is None:
+        pytest.skip("the C module is not built")
+    inside = st.text(st.sampled_from('-0123456789.eE+a"\\'), max_size=8)
+    texts = st.one_of(inside.map(lambda t: '"' + t + '"'), st.sampled_from(["true", "[1]", "1.5", '["1"]', "null"]))
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(texts, min_size=1, max_size=20))
+    def check(values):
+        array = pa.array(values, pa.large_string())
+        inner = pc.utf8_slice_codeunits(array, 1, -1)
+        expected = pc.match_substring_regex(array, _json_columns._PLAIN_DECIMAL).to_pylist()
+        assert _json_columns._plain_decimals(array, inner).tolist() == expected
+
+    check()
