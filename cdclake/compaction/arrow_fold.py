@@ -24,7 +24,6 @@ from cdclake.compaction.arrow_typing import typed_values
 from cdclake.compaction.folding import _out_schema, fold_part
 from cdclake.compaction.lake_tables import META_NAMES, table_schema
 from cdclake.compaction.native_fold import RESET_OPS
-from cdclake.compaction.routing import _component_homes
 from cdclake.schema_evolution import ColumnMap
 
 _ORDER = ("_key", "_seq", "source_file", "source_offset", "_cdc_batch")
@@ -353,7 +352,7 @@ def fold_driver(
     # and from each chunk its own (a take from many chunks joins them all first, once per take)
     moved = events.select(["_key", "_old_key"]).take(np.flatnonzero(_np(pc.is_valid(events["_old_key"]))))
     pairs = sorted(set(zip(moved["_key"].to_pylist(), moved["_old_key"].to_pylist(), strict=True)))
-    linked = sorted(_component_homes(pairs, buckets)) if pairs else []
+    linked = sorted({key for pair in pairs for key in pair})  # every key of a component: a pair names them all
     in_component = _flag(pc.is_in(events["_key"], pa.array(linked, pa.string()))) if linked else None
     native_rows = np.arange(events.num_rows) if in_component is None else np.flatnonzero(~in_component)
     scalars = events.select(SCALARS)
