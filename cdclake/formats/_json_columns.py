@@ -443,9 +443,23 @@ def decoded_batch(rows: int, columns: dict[str, Any]) -> pa.RecordBatch:
         given = columns.get(field.name)
         if given is None:
             arrays.append(nulls.cast(field.type))
+        elif isinstance(given, pa.Array):
+            arrays.append(given)
+        elif field.name == "keys":
+            arrays.append(repeated_values(given, field.type))
         else:
-            arrays.append(given if isinstance(given, pa.Array) else pa.array(given, field.type))
+            arrays.append(pa.array(given, field.type))
     return pa.RecordBatch.from_arrays(arrays, schema=DECODED_FILE_SCHEMA)
+
+
+def repeated_values(values: list[Any], type_: pa.DataType) -> pa.Array:
+    """``pa.array(values, type_)`` of values that are a few objects repeated (each event of a schema holds its
+    key list): each distinct object converted once and taken into place (100k key lists took 84 ms to convert,
+    a twentieth of a BLOB span's decode)."""
+    distinct = {id(value): value for value in values}
+    code_of = {key: code for code, key in enumerate(distinct)}
+    codes = pa.array([code_of[id(value)] for value in values], pa.int32())
+    return pa.array(list(distinct.values()), type_).take(codes)
 
 
 def builder_text(value: Any) -> Any:

@@ -140,6 +140,7 @@ def _batch(
     plans, tables, ops, seqs, stamps, tx_ids, keys, metas = [], [], [], [], [], [], [], []
     befores: list[Any] = []
     afters: list[Any] = []
+    key_lists: dict[tuple[str, ...], list[str]] = {}
     for record, schema in zip(records, schemas, strict=True):
         plan = _plan(decoder, schema)
         p = record.payload
@@ -176,7 +177,11 @@ def _batch(
         seqs.append(seq)
         stamps.append(event_ts)
         tx_ids.append(tx_id)
-        keys.append(decoder.keys or (list(unique) if unique else None))
+        if decoder.keys or not unique:
+            keys.append(decoder.keys or None)
+        else:  # one list object per distinct key list: the column converts each once (``repeated_values``)
+            names = tuple(unique)
+            keys.append(key_lists.get(names) or key_lists.setdefault(names, list(names)))
         metas.append(joined_text(meta_text(message_meta(payload, properties, unique, seq_from, {})), plan.hints_text))
         befores.append(before)
         afters.append(after)

@@ -72,3 +72,23 @@ def test_plain_decimal_strings_are_the_pattern_s():
         assert _json_columns._plain_decimals(array, inner).tolist() == expected
 
     check()
+
+
+def test_repeated_values_are_the_plain_conversion():
+    """Shared and fresh key lists, empty lists and None convert as ``pa.array`` converts them, in their order."""
+    import pyarrow as pa
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from cdclake.formats._json_columns import repeated_values
+
+    shared = [["ID"], ["A", "B"], []]
+    value = st.one_of(st.sampled_from(shared), st.none(), st.lists(st.sampled_from(["ID", "X"]), max_size=2))
+
+    @settings(max_examples=100, deadline=None)
+    @given(st.lists(value, max_size=30))
+    def check(values):
+        type_ = pa.list_(pa.string())
+        assert repeated_values(values, type_).to_pylist() == pa.array(values, type_).to_pylist()
+
+    check()
