@@ -175,14 +175,8 @@ class _Row:
         version: Any = None,
     ) -> None:
         self.op, self.before, self.after, self.before_plan, self.after_plan = op, before, after, before_plan, after_plan
-        self.table, self.seq, self.event_ts, self.keys, self.meta, self.offset = (
-            table,
-            seq,
-            event_ts,
-            keys,
-            meta,
-            offset,
-        )
+        self.table, self.seq, self.event_ts = table, seq, event_ts
+        self.keys, self.meta, self.offset = keys, meta, offset
         self.side, self.vendor_op, self.version = side, vendor_op, version
 
 
