@@ -30,3 +30,5 @@ json_objects: ModuleType | None = _load("_json_objects")
 text_forms: ModuleType | None = _load("_text_forms")
 #: ``epoch_texts`` (see ``_value_texts.c``), or None likewise.
 value_texts: ModuleType | None = _load("_value_texts")
+#: ``first_entries`` (see ``_image_index.c``), or None likewise.
+image_index: ModuleType | None = _load("_image_index")

@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cdclake._native import image_index as _IMAGE_INDEX
 from cdclake.arrow_tables import ChunkedTake
 from cdclake.compaction.arrow_typing import typed_values
 from cdclake.compaction.folding import _out_schema, fold_part
@@ -64,45 +65,81 @@ def _run_ends(flags: np.ndarray, gid: np.ndarray, groups: int, last: bool = True
     return out
 
 
+#: The most bytes of flat indexes :class:`_Image` answers in one pass over an image's entries (a block of names).
+INDEX_BLOCK_BYTES = 64 * 2**20
+
+
 class _Image:
     """One image column (a map of column -> JSON text) flattened once, looked up per column name.
 
     The maps stay in the events' own order and chunks (no copy of every image's text into the sorted order, nor
     into one array: the largest part of a bulk batch, and fresh memory costs the kernel's clearing here);
-    ``order`` (the sorted position -> row of the map column) turns each lookup's answers into the sorted order."""
+    ``order`` (the sorted position -> row of the map column) turns each lookup's answers into the sorted order.
+    Where the C index is built (``_native.image_index``), one pass over the entries answers a block of names at
+    once, straight into the sorted order; else each lookup scans the entries for its name."""
 
     def __init__(self, images: pa.MapArray | pa.ChunkedArray, order: np.ndarray):
         chunks = images.chunks if isinstance(images, pa.ChunkedArray) else [images]
         self.code_of: dict[str, int] = {}
-        parents, codes, values = [], [], []
+        bounds, codes, values = [], [], []
         first = 0
         for chunk in chunks:
             offsets = _np(chunk.offsets).astype(np.int64)  # absolute into the children (a slice keeps them)
             start, end = (int(offsets[0]), int(offsets[-1])) if offsets.size else (0, 0)
-            parents.append(np.repeat(np.arange(first, first + len(chunk), dtype=np.int64), np.diff(offsets)))
+            flat_start = sum(len(v) for v in values)
+            bounds.append(offsets[:-1] - start + flat_start)  # each row's first entry, in the flat order
             encoded = pc.dictionary_encode(chunk.keys.slice(start, end - start))
             # each chunk's own dictionary, its codes mapped onto the codes of every chunk's names
             codes_here = [self.code_of.setdefault(k, len(self.code_of)) for k in encoded.dictionary.to_pylist()]
             codes.append(np.asarray(codes_here, np.int64)[_np(encoded.indices).astype(np.int64)])
             values.append(chunk.items.slice(start, end - start))
             first += len(chunk)
-        self.parents = np.concatenate(parents) if parents else np.zeros(0, np.int64)
         self.codes = np.concatenate(codes) if codes else np.zeros(0, np.int64)
+        self.row_offsets = np.concatenate([*bounds, [len(self.codes)]]).astype(np.int64)
         self.values = values
         self.value_firsts = np.cumsum([0] + [len(v) for v in values], dtype=np.int64)
         self.n = first
         self.order = order
+        self._sorted_of_row = self._sorted_rows() if _IMAGE_INDEX is not None else None
+        self._block: tuple[int, np.ndarray] | None = None  # the names answered last (``_first_entries``)
+        self._parents: np.ndarray | None = None
+
+    def _sorted_rows(self) -> np.ndarray | None:
+        """The sorted event reading each row (-1: none), or None where a row is read by more than one."""
+        sorted_of_row = np.full(self.n, -1, dtype=np.int64)
+        sorted_of_row[self.order] = np.arange(len(self.order), dtype=np.int64)
+        return sorted_of_row if np.count_nonzero(sorted_of_row >= 0) == len(self.order) else None
+
+    def _first_entries(self, code: int) -> np.ndarray:
+        """Code ``code``'s flat index per sorted event, from a block of names answered in one pass over the
+        entries (``_native.image_index``; a block holds at most :data:`INDEX_BLOCK_BYTES`)."""
+        names = max(1, INDEX_BLOCK_BYTES // max(1, 8 * len(self.order)))
+        low = code - code % names
+        if self._block is None or self._block[0] != low:
+            high = min(low + names, len(self.code_of))
+            found = _IMAGE_INDEX.first_entries(  # type: ignore[union-attr]
+                self.codes, self.row_offsets, self._sorted_of_row, low, high, len(self.order)
+            )
+            self._block = low, np.frombuffer(found, np.int64).reshape(high - low, len(self.order))
+        return self._block[1][code - low]
 
     def lookup(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """(has the name, per sorted event; the flat index of its value, -1 where absent)."""
+        code = self.code_of.get(name)
+        if code is None:
+            return np.zeros(len(self.order), dtype=bool), np.full(len(self.order), -1, dtype=np.int64)
+        if self._sorted_of_row is not None:
+            at = self._first_entries(code)
+            return at >= 0, at
+        # without the module, or with a row read twice: the name's entries found by a scan, mapped to the rows
+        if self._parents is None:
+            self._parents = np.repeat(np.arange(self.n, dtype=np.int64), np.diff(self.row_offsets))
         present = np.zeros(self.n, dtype=bool)
         at = np.full(self.n, -1, dtype=np.int64)
-        code = self.code_of.get(name)
-        if code is not None:
-            flat_idx = np.flatnonzero(self.codes == code)
-            events = self.parents[flat_idx]
-            present[events] = True
-            at[events[::-1]] = flat_idx[::-1]  # a duplicated name: its first value, as a map lookup gives
+        flat_idx = np.flatnonzero(self.codes == code)
+        events = self._parents[flat_idx]
+        present[events] = True
+        at[events[::-1]] = flat_idx[::-1]  # a duplicated name: its first value, as a map lookup gives
         return present[self.order], at[self.order]
 
     def texts(self, at: np.ndarray) -> pa.Array:
@@ -112,6 +149,8 @@ class _Image:
             return self.values[0].take(pa.array(at, pa.int64(), mask=at < 0))
         owner = np.searchsorted(self.value_firsts, at, side="right") - 1
         owner[at < 0] = -1
+        if len(self.values) < 2**15:  # numpy's stable sort of 16-bit integers is a radix sort, of wider a merge sort
+            owner = owner.astype(np.int16)
         by_owner = np.argsort(owner, kind="stable")
         cuts = np.searchsorted(owner[by_owner], np.arange(-1, len(self.values) + 1))
         pieces = [pa.nulls(int(cuts[1] - cuts[0]), self.values[0].type if self.values else pa.string())]
