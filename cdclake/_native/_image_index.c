@@ -62,6 +62,7 @@ static PyObject *first_entries(PyObject *self, PyObject *args) {
     out = PyByteArray_FromStringAndSize(NULL, names * m * 8);
     if (!out) goto done;
     int64_t *at = (int64_t *)PyByteArray_AS_STRING(out);
+    Py_BEGIN_ALLOW_THREADS /* plain C over buffers the caller holds: the other tables' threads run meanwhile */
     memset(at, 0xff, (size_t)(names * m * 8)); /* every int64 -1 */
     for (Py_ssize_t r = 0; r < rows; r++) {
         int64_t p = s[r];
@@ -72,6 +73,7 @@ static PyObject *first_entries(PyObject *self, PyObject *args) {
             if (*slot < 0) *slot = e; /* a name twice in a map: its first value, as a map lookup gives */
         }
     }
+    Py_END_ALLOW_THREADS
 done:
     PyBuffer_Release(&codes);
     PyBuffer_Release(&offs);

@@ -20,7 +20,8 @@
  * shape_bits(data, offsets):
  *   per text (a valid JSON value), its ``formats/_json_shapes.JsonShapes`` as bits (``shape_form`` below).
  * Each takes the column's data bytes and its n + 1 int64 offsets; they return a bytearray of n values
- * (0s or 1s for the forms; writable: numpy reads it in place).
+ * (0s or 1s for the forms; writable: numpy reads it in place). The scans run without the GIL: a compact step's
+ * tables run in threads, whose Python then runs beside them.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -150,7 +151,9 @@ static PyObject *scan(Py_buffer *data, Py_buffer *offs, int (*form)(const unsign
             const unsigned char *t = (const unsigned char *)data->buf;
             const int64_t *o = (const int64_t *)offs->buf;
             char *r = PyByteArray_AS_STRING(out);
+            Py_BEGIN_ALLOW_THREADS /* plain C over buffers the caller holds: other threads run meanwhile */
             for (Py_ssize_t i = 0; i < n; i++) r[i] = (char)form(t + o[i], o[i + 1] - o[i], params);
+            Py_END_ALLOW_THREADS
         }
     }
     PyBuffer_Release(data);
@@ -262,6 +265,7 @@ static PyObject *judge(PyObject *self, PyObject *args) {
     const int8_t *k = (const int8_t *)kinds.buf;
     const int32_t *p = (const int32_t *)params.buf;
     char *r = PyByteArray_AS_STRING(out);
+    Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < n; i++) {
         const unsigned char *text = t + o[i];
         int64_t len = o[i + 1] - o[i];
@@ -290,6 +294,7 @@ static PyObject *judge(PyObject *self, PyObject *args) {
         }
         r[i] = (char)verdict;
     }
+    Py_END_ALLOW_THREADS
 end:
     PyBuffer_Release(&data);
     PyBuffer_Release(&offs);
