@@ -247,3 +247,35 @@ def test_history_report_gives_each_case_median_mean_and_both_ratios() -> None:
     assert "| short | 0.6 | 0.87 | [0.5, 1.5, 0.6] | driver |" in text
     assert "| long | 0.7 | 1.1 | [0.6, 0.7, 2.0] | driver |" in text
     assert "Long ÷ short: **1.17** (medians); 1.27 (means)." in text
+
+
+def test_repeated_runs_are_compared_by_their_medians() -> None:
+    """With ``--repeats``, the naive table's ratio is median over median, its wrong rows the worst run's, and
+    every run is listed (so one noisy run of either side neither makes nor breaks the ratio)."""
+    from cdclake.bench.report import render
+
+    counts = {"expected": 10, "wrong": 0}
+    entry = {
+        "seconds": 20.0,
+        "ours_s": 30.0,
+        "compared_kinds": ["long"],
+        "naive_vs_expected": {"expected": 10, "wrong": 4},
+        "ours_vs_expected": counts,
+        "rows_differing_ours_vs_naive": 4,
+        "ours_runs_s": [30.0, 18.0, 19.0],
+        "naive_runs_s": [20.0, 21.0, 25.0],
+        "ours_runs_wrong": [0, 2, 0],
+        "ours_median_s": 19.0,
+        "naive_median_s": 21.0,
+    }
+    base = {"date": "2026-11-29", "command": "bench", "machine": {}, "formats": {}}
+    base["settings"] = dict.fromkeys(
+        ("buckets", "events", "file_events", "sample_events", "seed", "shuffle_partitions"), 1
+    )
+    text = render(base | {"naive": {"datahub-blob": entry}})
+    assert "| datahub-blob | 19.0 | 21.0 | **0.90** | 4 of 10 | 2 | 4 | long |" in text
+    assert "- datahub-blob: 30.0 / 20.0, 18.0 / 21.0, 19.0 / 25.0 (wrong rows of ours per run: [0, 2, 0])" in text
+    single = {k: v for k, v in entry.items() if not k.endswith(("_runs_s", "_runs_wrong", "_median_s"))}
+    assert "| datahub-blob | 30.0 | 20.0 | **1.50** | 4 of 10 | 0 | 4 | long |" in render(
+        base | {"naive": {"b": single}}
+    ).replace("| b |", "| datahub-blob |")

@@ -21,6 +21,7 @@ import datetime as dt
 import json
 import os
 import shutil
+import statistics
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -67,6 +68,12 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--sample-events", type=int, default=30_000, help="sample of the single-core measurements")
     parser.add_argument("--buckets", type=int, default=Settings.from_env().buckets)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help="timed runs of ours and of the naive job per format, alternated after the first; compared by medians",
+    )
     parser.add_argument(
         "--skip", default="", help="steps to skip: pipeline,naive,tables,merge,history,bigfile,single,dag"
     )
@@ -295,6 +302,8 @@ def run(args: argparse.Namespace, work: Path, results: dict[str, Any]) -> None:
                     log(f"{fmt}: {_summary(run)}")
             if "naive" not in args.skip:
                 _naive(spark, gens, tables, expected, results, args)
+                if "pipeline" not in args.skip and args.repeats > 1:
+                    _repeats(spark, gens, tables, expected, results, args, work, sampler)
             if "tables" not in args.skip:
                 from cdclake.bench.cost import many_tables
 
@@ -387,6 +396,37 @@ def _naive(spark, gens, tables, expected, results: dict[str, Any], args: argpars
             entry["rows_differing_ours_vs_naive"] = same["wrong"]
         results.setdefault("naive", {})[fmt] = entry
         log(f"{fmt}: naive {seconds:.1f}s, wrong rows {entry['naive_vs_expected']['wrong']}")
+
+
+def _repeats(spark, gens, tables, expected, results: dict[str, Any], args, work: Path, sampler) -> None:
+    """More timed runs of ours and of the naive job per format, one after the other (ours first), each into
+    tables of its own, dropped once checked: on a shared machine one run of each can differ by a tenth either
+    way, so the comparison takes the median of each side. Every run of ours is checked for wrong rows."""
+    from cdclake.bench.compare import compare_tables
+    from cdclake.bench.naive import NAIVE_FORMATS, run_naive
+    from cdclake.bench.stages import namespace_of, run_pipeline, settle_disk
+
+    for fmt in [f for f in args.formats if f in NAIVE_FORMATS and f in results.get("naive", {})]:
+        entry = results["naive"][fmt]
+        ours_runs, naive_runs, wrong = [entry["ours_s"]], [entry["seconds"]], [entry["ours_vs_expected"]["wrong"]]
+        for repeat in range(1, args.repeats):
+            namespace = namespace_of(fmt, f"bench{repeat}")
+            run = run_pipeline(spark, gens[fmt], work / f"repeat{repeat}", sampler, args.buckets, namespace=namespace)
+            ours_runs.append(run["seconds"]["end_to_end"])
+            wrong.append(compare_tables(spark, tables, expected, run["tables"])["wrong"])
+            _drop(spark, run["tables"].values())
+            log(f"{fmt}: naive job, run {repeat + 1} (after {settle_disk():.1f} s of write-back)")
+            _, seconds = run_naive(spark, fmt, gens[fmt].files, list(tables.values()), namespace_of(fmt, "naive"))
+            naive_runs.append(seconds)
+            log(f"{fmt}: run {repeat + 1}: ours {ours_runs[-1]:.1f}s ({wrong[-1]} wrong rows), naive {seconds:.1f}s")
+        entry |= {"ours_runs_s": ours_runs, "naive_runs_s": naive_runs, "ours_runs_wrong": wrong}
+        entry |= {"ours_median_s": statistics.median(ours_runs), "naive_median_s": statistics.median(naive_runs)}
+
+
+def _drop(spark, names) -> None:
+    for name in names:
+        for table in (name, f"{name}__changes"):  # the current rows and the change log
+            spark.sql(f"DROP TABLE IF EXISTS {table} PURGE")
 
 
 def _profile_worst(gens, results: dict[str, Any], args: argparse.Namespace) -> None:
