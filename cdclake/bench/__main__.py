@@ -439,8 +439,11 @@ def _repeats(spark, gens, tables, expected, results: dict[str, Any], args, work:
 
 
 def _drop(spark, names) -> None:
+    """Each table of ``names`` and its change log, files and all (a repeat's tables are only checked, not kept)."""
+    from cdclake.compaction.lake_tables import LOG_SUFFIX
+
     for name in names:
-        for table in (name, f"{name}__changes"):  # the current rows and the change log
+        for table in (name, f"{name}{LOG_SUFFIX}"):
             spark.sql(f"DROP TABLE IF EXISTS {table} PURGE")
 
 

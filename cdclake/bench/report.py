@@ -156,8 +156,8 @@ def render(results: dict[str, Any]) -> str:
         repeated = []
         for fmt, entry in sorted(results["naive"].items()):
             nv, ours = entry["naive_vs_expected"], entry.get("ours_vs_expected") or {}
-            ours_s, naive_s = entry.get("ours_median_s", entry.get("ours_s")), entry.get("naive_median_s")
-            naive_s = naive_s or entry["seconds"]
+            ours_s = entry.get("ours_median_s", entry.get("ours_s"))
+            naive_s = entry.get("naive_median_s", entry["seconds"])
             ratio = ours_s and ours_s / naive_s
             wrong = max(entry.get("ours_runs_wrong") or [ours.get("wrong")], key=lambda n: n or 0)
             out.append(
