@@ -6,9 +6,10 @@ retry, so any task can be re-run)::
     <staging>/<source>/<batch_id>/
         manifest.json        files of the batch (name, size, sha256), format, options
         files/               the staged copies of the landing files (<name>.staged.zst: seekable zstd)
-        decoded/kind=event/  canonical events (Parquet)       <- decode job
+        decoded/kind=event/table=T/  canonical events per table, in the change log's files (Parquet)  <- decode job
+        decoded/_survey/     each decode task's survey of its events (JSON)  <- decode job
         decoded/kind=rejected/ quarantined records (Parquet)  <- decode job
-        changelog/table=T/   row events per table (Parquet)   <- normalize job
+        changelog/table=T/   row events per table (Parquet; decode's files, linked)  <- normalize job
         quarantine/<step>/   records rejected after decoding   <- normalize, compact
         tables.json          per table: identifier, keys, columns and types
         reports/<step>.json  counts of every step

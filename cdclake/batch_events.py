@@ -30,18 +30,14 @@ from cdclake._native import text_forms as _TEXT_FORMS
 from cdclake.arrow_tables import ChunkedTake
 from cdclake.arrow_text import first_bytes, holding, text_buffers
 from cdclake.coltypes import DECIMAL_INTEGER
+from cdclake.decoded_tables import BATCH_COLUMN, LOGGED_OPS, event_files, iter_file, read_file
 from cdclake.events import EVENT_SCHEMA, ROW_OPS
 from cdclake.parquet_stats import INTERMEDIATE_COMPRESSION, dictionary_columns, statistics_columns
 
-#: Column of the change log written per batch (the batch id), after the event columns.
-BATCH_COLUMN = "_batch"
-
 
 def decoded_files(event_dir: Path) -> list[Path]:
-    """The decode step's event files (``part-<n>.parquet``; temporary files start with a dot)."""
-    if not event_dir.is_dir():
-        return []
-    return sorted(p for p in event_dir.iterdir() if p.suffix == ".parquet" and not p.name.startswith((".", "_")))
+    """The decode step's event files, flat or per table (``decoded_tables.event_files``)."""
+    return event_files(event_dir)
 
 
 def decoded_rows(files: list[Path]) -> int:
@@ -61,7 +57,7 @@ def decoded_bytes(files: list[Path]) -> int:
 def read_events(files: list[Path]) -> pa.Table:
     """The events of ``files`` as one table of :data:`EVENT_SCHEMA`, in file order."""
     names = EVENT_SCHEMA.names
-    tables = [pq.read_table(f, columns=names).cast(EVENT_SCHEMA) for f in files]
+    tables = [read_file(f, names).cast(EVENT_SCHEMA) for f in files]
     return pa.concat_tables(tables) if tables else EVENT_SCHEMA.empty_table()
 
 
@@ -75,7 +71,7 @@ def event_chunks(files: list[Path], max_rows: int, max_bytes: int) -> Iterator[p
     rows = size = 0
     yielded = False
     for f in files:
-        for batch in pq.ParquetFile(f).iter_batches(batch_size=step, columns=names):
+        for batch in iter_file(f, names, step):
             batches.append(batch.cast(EVENT_SCHEMA))
             rows, size = rows + batch.num_rows, size + batch.nbytes
             if rows >= max_rows or size >= max_bytes:
@@ -148,16 +144,25 @@ def merged_column_kinds(parts: list[list[dict[str, Any]]]) -> list[dict[str, Any
 
 def _timestamp(value: Any) -> Any:
     """An Arrow timestamp as PySpark's ``collect`` returns a ``TimestampType`` value (naive, local time)."""
-    if value is None:
+    return None if value is None else _from_micros(value.value)
+
+
+def _from_micros(micros: int | None) -> Any:
+    if micros is None:
         return None
     from pyspark.sql.types import TimestampType
 
-    return TimestampType().fromInternal(value.value)
+    return TimestampType().fromInternal(micros)
 
 
-def op_summary(events: pa.Table) -> list[dict[str, Any]]:
+def _micros(value: Any) -> int | None:
+    """An Arrow timestamp as its microseconds (a decode process keeps them so: no PySpark to import there)."""
+    return None if value is None else value.value
+
+
+def op_summary(events: pa.Table, stamp: Callable[[Any], Any] = _timestamp) -> list[dict[str, Any]]:
     """Per (table, op): ``count``, first non-null ``keys``, ``newest`` event time and transaction ``marks``,
-    as ``normalize._grouped`` collects them (``newest`` as PySpark returns timestamps)."""
+    as ``normalize._grouped`` collects them (``newest`` as PySpark returns timestamps, or as ``stamp`` says)."""
     marks = pc.or_(pc.is_valid(events["tx_last"]), pc.is_in(events["op"], pa.array(["TX_END", "TX_BEGIN"])))
     flagged = events.select(["table", "op", "event_ts"]).append_column("_mark", pc.cast(marks, pa.int64()))
     groups = flagged.group_by(["table", "op"], use_threads=False).aggregate(
@@ -173,14 +178,13 @@ def op_summary(events: pa.Table) -> list[dict[str, Any]]:
     newest = groups["event_ts_max"]
     out = []
     for index, row in enumerate(groups.select(["table", "op", "count_all", "_mark_sum"]).to_pylist()):
-        stamp = newest[index]
         out.append(
             {
                 "table": row["table"],
                 "op": row["op"],
                 "count": row["count_all"],
                 "keys": first_keys.get((row["table"], row["op"])),
-                "newest": _timestamp(stamp if stamp.is_valid else None),
+                "newest": stamp(newest[index] if newest[index].is_valid else None),
                 "marks": row["_mark_sum"] or 0,
             }
         )
@@ -485,14 +489,16 @@ def _column_kinds(rows: pa.Table, has_hints: pa.BooleanArray | None) -> list[dic
     return sorted(out, key=lambda r: (r["table"] is not None, r["table"] or "", r["col"]))
 
 
-def schema_events(events: pa.Table, columns: list[str]) -> list[dict[str, Any]]:
-    """The SCHEMA and DDL events' ``columns``, in file order, as PySpark's ``collect`` gives them."""
+def schema_events(
+    events: pa.Table, columns: list[str], stamp: Callable[[Any], Any] = _timestamp
+) -> list[dict[str, Any]]:
+    """The SCHEMA and DDL events' ``columns``, in file order, as PySpark's ``collect`` gives them (event times
+    as ``stamp`` says)."""
     found = events.select(columns).filter(pc.is_in(events["op"], pa.array(["SCHEMA", "DDL"])))  # not the images
     rows = found.to_pylist()
     if "event_ts" in columns:
-        stamps = found["event_ts"]
-        for row, stamp in zip(rows, stamps, strict=True):
-            row["event_ts"] = _timestamp(stamp if stamp.is_valid else None)
+        for row, value in zip(rows, found["event_ts"], strict=True):
+            row["event_ts"] = stamp(value if value.is_valid else None)
     return rows
 
 
@@ -595,8 +601,6 @@ def _write(table: pa.Table, path: Path) -> None:
 
 #: Event columns of the SCHEMA and DDL events normalize reads (``schema_events``).
 SCHEMA_EVENT_COLUMNS = ["table", "op", "seq", "event_ts", "keys", "ddl", "meta", "source_file", "source_offset"]
-#: Ops the change log keeps.
-LOGGED_OPS = pa.array([*sorted(ROW_OPS), "TRUNCATE"])
 
 
 class DriverEvents:
@@ -637,3 +641,62 @@ class DriverEvents:
         if len(summaries) == 1:
             return summaries[0], kinds[0], schema_rows
         return merged_op_summary(summaries), merged_column_kinds(kinds), schema_rows
+
+
+#: Where each decode task leaves the survey of its events (``_``: no reader of the events lists it).
+SURVEY_FOLDER = "_survey"
+
+
+class TaskSurvey:
+    """A decode task's survey of its events, piece by piece as they are written (:func:`op_summary`,
+    :func:`column_kinds`, :func:`schema_events`, event times in microseconds), saved beside them as JSON so
+    normalize merges the tasks' surveys instead of reading every event again (docs/decisions.md, "Decode
+    writes the change log's files and surveys them")."""
+
+    def __init__(self) -> None:
+        self.summaries: list[list[dict[str, Any]]] = []
+        self.kinds: list[list[dict[str, Any]]] = []
+        self.schema_rows: list[dict[str, Any]] = []
+
+    def add(self, events: pa.Table) -> None:
+        """Survey a piece of the task's events (``EVENT_SCHEMA`` columns), in the order they are written."""
+        self.summaries.append(op_summary(events, stamp=_micros))
+        self.kinds.append(column_kinds(events))
+        self.schema_rows.extend(schema_events(events, SCHEMA_EVENT_COLUMNS, stamp=_micros))
+
+    def save(self, decoded: Path, part: str) -> None:
+        """Write the survey as ``decoded/_survey/part-<part>.json`` (whole or not at all)."""
+        folder = decoded / SURVEY_FOLDER
+        folder.mkdir(parents=True, exist_ok=True)
+        body = {"summaries": self.summaries, "kinds": self.kinds, "schema_rows": self.schema_rows}
+        temp = folder / f".part-{part}.{os.getpid()}.tmp"
+        temp.write_bytes(orjson.dumps(body))
+        os.replace(temp, folder / f"part-{part}.json")
+
+
+def merged_surveys(
+    decoded: Path, parts: set[str]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]] | None:
+    """The batch's survey, merged from its decode tasks' (in task order), as :meth:`DriverEvents.survey` gives
+    it; None when a task that wrote events left none (normalize then reads the events). ``parts``: the tasks
+    that wrote events (the names their files end in)."""
+    folder = decoded / SURVEY_FOLDER
+    files = {p.name[len("part-") : -len(".json")]: p for p in folder.glob("part-*.json")} if folder.is_dir() else {}
+    if not parts <= set(files):
+        return None
+    summaries, kinds, schema_rows = [], [], []
+    for part in sorted(files):
+        body = orjson.loads(files[part].read_bytes())
+        summaries.extend(body["summaries"])
+        kinds.extend(body["kinds"])
+        schema_rows.extend(body["schema_rows"])
+    for summary in summaries:
+        for r in summary:
+            r["newest"] = _from_micros(r["newest"])
+    for part_kinds in kinds:
+        for r in part_kinds:
+            r["first"] = tuple(r["first"])
+            r["hint_first"] = None if r["hint_first"] is None else tuple(r["hint_first"])
+    for r in schema_rows:
+        r["event_ts"] = _from_micros(r["event_ts"])
+    return merged_op_summary(summaries), merged_column_kinds(kinds), schema_rows

@@ -411,6 +411,7 @@ def _plan_events(plan: Plan, batch_dir: Path, records: list[Record]) -> None:
 
 
 def _original_events(batch_dir: Path, files: set[str]) -> dict[tuple[str, int], list[dict[str, Any]]]:
+    import pyarrow as pa
     import pyarrow.dataset as ds
 
     from cdclake.events import EVENT_SCHEMA
@@ -419,7 +420,10 @@ def _original_events(batch_dir: Path, files: set[str]) -> dict[tuple[str, int], 
     index: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
     if not files or not path.is_dir():
         return index
-    table = ds.dataset(str(path), format="parquet").to_table(
+    # flat files carry ``table``; the per-table layout names it in its folders (``decoded_tables``), as Spark does
+    tables = ds.partitioning(pa.schema([("table", pa.string())]), flavor="hive")
+    flat = any(p.is_file() for p in path.iterdir())
+    table = ds.dataset(str(path), format="parquet", partitioning=None if flat else tables).to_table(
         columns=EVENT_SCHEMA.names, filter=ds.field("source_file").isin(sorted(files))
     )
     for row in table.to_pylist():
@@ -552,7 +556,7 @@ def run_replay_batch(spark, replay_dir: str | Path, buckets: int = 16) -> dict[s
     from cdclake.pipeline import build_report
 
     replay_dir = Path(replay_dir)
-    decode.run(spark, replay_dir)
+    decode.run(spark, replay_dir, by_table=False)  # flat: lineage rewrites the files, an injected file joins them
     _restore_lineage(replay_dir)
     _add_events(replay_dir)
     normalize.run(spark, replay_dir)

@@ -26,6 +26,8 @@ from typing import Any
 import pyarrow as pa
 
 from cdclake.batch import read_manifest, write_json_atomic, write_report
+from cdclake.batch_events import TaskSurvey
+from cdclake.decoded_tables import TableFilesWriter
 from cdclake.event_arrow import DECODED_FILE_SCHEMA, DecodedBuilder
 from cdclake.events import EVENT_SCHEMA, REJECT_SCHEMA, ChangeEvent, Rejected, Source, event_to_row, rejected_to_row
 from cdclake.formats._avro_binary import OCF_MAGIC, SYNC_SIZE, Malformed, read_varint
@@ -140,9 +142,12 @@ def decode_to_files(
     out_dir: str,
     part: str,
     columns: bool | None = None,
+    batch_id: str | None = None,
 ) -> dict[str, int]:
-    """One decode task: decode ``pieces`` into ``out_dir/kind=<event|rejected>/part-<part>.parquet``.
-    ``columns``: read spans as Arrow columns where the format can (None: ``Settings.columnar_decode``).
+    """One decode task: decode ``pieces`` into ``out_dir/kind=<event|rejected>/part-<part>.parquet``; with
+    ``batch_id``, the events per table instead, in the change log's files (``decoded_tables``: normalize links
+    them into the change log). ``columns``: read spans as Arrow columns where the format can (None:
+    ``Settings.columnar_decode``).
 
     The worker writes its Parquet itself (pyarrow) instead of handing rows to the JVM: the rows
     never cross into Spark, and the counts come back with the task, so nothing is read again.
@@ -157,11 +162,16 @@ def decode_to_files(
     writers: dict[str, Any] = {}
     temps: dict[str, Path] = {}
     counts = {"event": 0, "rejected": 0, "skipped": 0}
+    survey = TaskSurvey() if batch_id is not None else None
+    per_table = TableFilesWriter(Path(out_dir) / "kind=event", part, batch_id, survey) if survey is not None else None
 
     def flush(kind: str, batch: pa.RecordBatch | None = None) -> None:
         """Write the builder's records (or ``batch``, a span read as columns)."""
         batch = builders[kind].flush() if batch is None else batch
         if batch is None:
+            return
+        if kind == "event" and per_table is not None:
+            per_table.write(batch)
             return
         if kind not in writers:
             folder = Path(out_dir) / f"kind={kind}"
@@ -209,11 +219,16 @@ def decode_to_files(
                 flush(kind)
         for kind in builders:
             flush(kind)
+        if per_table is not None and survey is not None:
+            per_table.close()
+            survey.save(Path(out_dir), part)  # after the files: a survey only stands for files in place
         for kind, writer in writers.items():
             writer.close()
             os.replace(temps[kind], temps[kind].parent / f"part-{part}.parquet")
     finally:
         gc.set_threshold(*thresholds)
+        if per_table is not None:
+            per_table.abort()
         for kind, temp in temps.items():
             if temp.exists():
                 writers[kind].close()
@@ -382,19 +397,23 @@ def decode_task(
     state_path: str | None,
     out: str,
     items: list[tuple[int, int, str, str, int | None]],
+    batch_id: str | None = None,
 ) -> dict[str, int]:
     """One decode task over pieces ``(idx, start, name, path, end)``, in file order (a Spark task, a
-    local process or the driver run the same)."""
+    local process or the driver run the same); ``batch_id``: the events per table (``decode_to_files``)."""
     items = sorted(items)
     part = f"{items[0][0]:06d}-{items[0][1]:012d}"  # the task's first piece: the same on a retry
     ordered = [(n, p, s, e) for _, s, n, p, e in items]
-    return decode_to_files(format_id, options, ordered, state_path, out, part)
+    return decode_to_files(format_id, options, ordered, state_path, out, part, batch_id=batch_id)
 
 
 def byte_slices(pieces: list, sizes: dict[int, int], slices: int, min_bytes: int) -> list[list]:
     """``pieces`` (``(idx, start, name, path, end)``, in order) in contiguous runs of about ``1/slices`` of
     their bytes each, and at least ``min_bytes``: a run closes before a piece would take it past that (a
-    piece is never split). ``sizes``: each file's size by ``idx``, for its pieces read to the end."""
+    piece is never split), unless the piece is the small rest of its file (under a quarter of a run): a
+    68 MB file's 4 MB tail made a task, and so a file per table, of a few thousand events, each routed by
+    the compact step at a batch's fixed cost. ``sizes``: each file's size by ``idx``, for its pieces read
+    to the end."""
 
     def size(piece: tuple) -> int:
         idx, start, _, _, end = piece
@@ -405,7 +424,8 @@ def byte_slices(pieces: list, sizes: dict[int, int], slices: int, min_bytes: int
     run: list = []
     run_bytes = 0
     for piece in pieces:
-        if run and run_bytes + size(piece) > target:
+        tail = piece[1] > 0 and size(piece) * 4 < target and run[-1][0] == piece[0] if run else False
+        if run and run_bytes + size(piece) > target and not tail:
             runs.append(run)
             run, run_bytes = [], 0
         run.append(piece)
@@ -419,8 +439,9 @@ def local_cores(spark) -> int | None:
     return spark.sparkContext.defaultParallelism if master == "local" or master.startswith("local[") else None
 
 
-def run(spark, batch_dir: str | Path) -> dict[str, Any]:
-    """Decode every file of the batch; write ``decoded/`` and the decode report.
+def run(spark, batch_dir: str | Path, by_table: bool = True) -> dict[str, Any]:
+    """Decode every file of the batch; write ``decoded/`` and the decode report. ``by_table``: the events in
+    the change log's per-table files (``decoded_tables``), else flat (a replay batch rewrites them after decode).
 
     Where the tasks run (``runner`` in the report): a small batch in the driver, one task; in local
     mode, a pool of local processes, one per core; else a Spark job, whose tasks a cluster spreads
@@ -441,7 +462,8 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
     if get_decoder(format_id, Options(options)).stateful:
         starts = None  # one decoder sees every file of the batch, whole and in order
         state_path = str(batch_dir.parent / "_decoder_state" / f"{format_id}.json")
-    task = functools.partial(decode_task, format_id, options, state_path, str(out))
+    batch_id = manifest.batch_id if by_table else None
+    task = functools.partial(decode_task, format_id, options, state_path, str(out), batch_id=batch_id)
 
     def decode_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         items = []
@@ -474,7 +496,13 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
             sizes = {i: f.size for i, f in enumerate(manifest.files)}
             runs = byte_slices(pieces, sizes, cores * PROCESS_TASKS_PER_CORE, PROCESS_TASK_MIN_BYTES)
             slices = len(runs)
-            args = {"format_id": format_id, "options": options, "state_path": state_path, "out": str(out)}
+            args = {
+                "format_id": format_id,
+                "options": options,
+                "state_path": state_path,
+                "out": str(out),
+                "batch_id": batch_id,
+            }
             for done in run_tasks(args, runs, cores):
                 for kind, n in done.items():
                     counts[kind] += n

@@ -24,15 +24,16 @@ from cdclake.batch_events import (
     DriverEvents,
     decoded_files,
     decoded_rows,
+    merged_surveys,
 )
 from cdclake.coltypes import canonical_type, type_from_engine, unify
 from cdclake.compaction.lineage import table_properties
+from cdclake.decoded_tables import escape_table, is_per_table, publish_changelog
 from cdclake.events import ROW_OPS
 from cdclake.jobs.decode import DECODED_SPARK_DDL
 from cdclake.naming import column_name_problem, iceberg_identifier, spark_table_name
 from cdclake.schema_changes import ADD_COLUMN, SchemaChange
 from cdclake.schema_evolution import HISTORY_PROPERTY, column_map, evolve_columns, parse_history
-from cdclake.spark import java_class
 from cdclake.transactions import held_inputs, held_output, split_incomplete, tx_mark
 
 #: Tables whose lake state (columns, schema history) is looked up at once.
@@ -215,17 +216,27 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
         write_report(batch_dir, "normalize", report)
         return report
     event_ddl = DECODED_SPARK_DDL.replace("kind string, ", "")
-    local = _driver_events(spark, event_dir, carried_dirs)  # Arrow in the driver, no Spark job
+    # decode wrote the events as the change log's files, and surveyed them: the surveys merged, the files linked
+    # into the change log below if nothing is quarantined (decoded_tables); else the events read in the driver
+    surveyed = _task_surveys(spark, event_dir) if not carried_dirs else None
+    local = None if surveyed is not None else _driver_events(spark, event_dir, carried_dirs)  # Arrow, no Spark job
+    driver = surveyed is not None or local is not None
     grouped = local_kinds = local_schema_rows = None
-    if local is not None:
+    linked = driver and is_per_table(event_dir)
+    if surveyed is not None:
+        grouped, local_kinds, local_schema_rows = surveyed
+    elif linked and local is not None:
+        grouped, local_kinds, local_schema_rows = local.survey()
+    elif local is not None:
         # the change log is written in the survey's pass, as if nothing were to be quarantined: read once,
         # written while surveyed; when something is, Spark's path below writes it again (overwrite)
-        with ChangelogWriter(batch_dir / "changelog", manifest.batch_id, _partition_escape(spark)) as log:
+        with ChangelogWriter(batch_dir / "changelog", manifest.batch_id, escape_table) as log:
             grouped, local_kinds, local_schema_rows = local.survey(log)
     if grouped is not None and any(r["marks"] for r in grouped):
         local = grouped = None  # transactions that may be incomplete: the Spark path splits them off
+        driver = linked = False
     events = None
-    if local is None:
+    if not driver:
         if event_dir.exists():
             events = spark.read.schema(event_ddl).parquet(str(event_dir)).drop("error", "raw")
         else:
@@ -269,7 +280,7 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
         op_counts.setdefault(r["table"], {})[r["op"]] = r["count"]
 
     # Columns with the kinds of their values, in first-seen order.
-    kinds = local_kinds if local is not None else _kinds(events)
+    kinds = local_kinds if driver else _kinds(events)
     seen: dict[str, list[tuple[Any, str, set[str], str | None]]] = {}
     for r in kinds:
         hint = json.loads(r["hints"]).get(r["col"]) if r["hints"] else None
@@ -279,7 +290,7 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
     # when the counts show none).
     schema_rows = []
     if any(op in ("SCHEMA", "DDL") for ops in op_counts.values() for op in ops):
-        if local is not None:
+        if driver:
             schema_rows = local_schema_rows
         else:
             found = events.where(F.col("op").isin("SCHEMA", "DDL")).select(*SCHEMA_EVENT_COLUMNS)
@@ -429,11 +440,13 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
     report["schema_changes"] = sum(len(c["changes"]) for c in changes_out.values())
     report["ddl_truncates"] = len(schema.truncates)
 
-    if local is not None:
+    if driver:
         tableless = any(r["table"] is None and r["op"] in (*ROW_OPS, "TRUNCATE") for r in grouped)
         if not (schema.truncates or keyless or unsafe or tableless):  # the change log the survey wrote stands
+            if linked:
+                publish_changelog(event_dir, batch_dir / "changelog")
             return _finish(batch_dir, report, per_table, schema, heartbeat, layouts, 0)
-        if local.whole is not None:
+        if local is not None and local.whole is not None:
             events = spark.createDataFrame(local.whole, event_ddl.replace(", error string, raw binary", ""))
         else:  # quarantines or truncates to sort out: Spark's path from here, over the decoded files
             events = spark.read.schema(event_ddl).parquet(str(event_dir)).drop("error", "raw")
@@ -528,10 +541,19 @@ def _kinds(events) -> list[Any]:
     )
 
 
+def _task_surveys(spark, event_dir: Path) -> tuple[list[Any], list[Any], list[Any]] | None:
+    """The decode tasks' surveys of the per-table layout, merged (``batch_events.merged_surveys``); None when the
+    events are laid out flat, a task left no survey, or there is no JVM (the Spark path reads the events)."""
+    if getattr(spark, "_jvm", None) is None or not is_per_table(event_dir):
+        return None
+    parts = {path.name.split("-", 1)[1].removesuffix(".parquet") for path in decoded_files(event_dir)}
+    return merged_surveys(event_dir.parent, parts)
+
+
 def _driver_events(spark, event_dir: Path, carried_dirs: list[Path]) -> DriverEvents | None:
     """This batch's events in Arrow when normalize runs in the driver (at most
     ``Settings.driver_normalize_max_rows`` of them, in chunks of ``driver_normalize_rows`` / ``_bytes``;
-    not with events carried in from earlier batches, nor without a JVM to name partition folders), else None."""
+    not with events carried in from earlier batches, nor without a JVM), else None."""
     from cdclake.settings import Settings
 
     settings = Settings.from_env()
@@ -542,9 +564,3 @@ def _driver_events(spark, event_dir: Path, carried_dirs: list[Path]) -> DriverEv
     if not settings.driver_normalize_rows or rows > settings.driver_normalize_max_rows:
         return None
     return DriverEvents(files, rows, settings.driver_normalize_rows, settings.driver_normalize_bytes)
-
-
-def _partition_escape(spark):
-    """Spark's escaping of a partition value in a folder name (what its ``partitionBy`` writes)."""
-    utils = java_class(spark, "org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils")
-    return lambda value: str(utils.escapePathName(value))

@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from cdclake.batch import Manifest
+from cdclake.batch_events import decoded_files, read_events
 from cdclake.jobs import decode
 from cdclake.jobs.decode_processes import run_tasks
 from cdclake.staging import stage_files
@@ -28,8 +29,10 @@ def staged_batch(root: Path, files: list[Path]) -> Path:
 
 
 def decoded_rows(batch_dir: Path) -> list[dict]:
-    table = pq.read_table(batch_dir / "decoded")
-    return sorted(table.to_pylist(), key=lambda r: (str(r["kind"]), r["source_file"], r["source_offset"]))
+    events = read_events(decoded_files(batch_dir / "decoded" / "kind=event")).to_pylist()
+    rejected = pq.read_table(batch_dir / "decoded" / "kind=rejected").to_pylist()
+    rows = [{"kind": "event", **r} for r in events] + [{"kind": "rejected", **r} for r in rejected]
+    return sorted(rows, key=lambda r: (r["kind"], r["source_file"], r["source_offset"]))
 
 
 @pytest.mark.spark
@@ -54,7 +57,8 @@ def test_every_runner_decodes_a_batch_as_the_spark_job_would(spark, tmp_path, mo
     assert same[0] == same[1] == same[2]
     assert (reports["driver"]["events"], reports["driver"]["rejected"]) == (3, 1)
     assert rows["driver"] == rows["spark"] and rows["processes"] == rows["spark"]
-    assert len(list((tmp_path / "processes" / "b1" / "decoded" / "kind=event").glob("part-*.parquet"))) == 2
+    # the events in the change log's files, per table (decoded_tables): one file of each task
+    assert len(list((tmp_path / "processes" / "b1" / "decoded" / "kind=event" / "table=DEC.T").glob("part-*"))) == 2
     rejected = [r for r in rows["driver"] if str(r["kind"]) == "rejected"]
     assert rejected[0]["source_file"].endswith("f1.json") and rejected[0]["source_offset"] > 0
     assert rejected[0]["error"]  # quarantined with its place and why
@@ -66,7 +70,10 @@ def test_byte_slices_are_contiguous_runs_of_even_bytes():
     pieces.append((2, 0, "c", "c", None))
     runs = decode.byte_slices(pieces, sizes, 4, 1)  # 146 bytes: about 36 per run, a piece never split
     assert [p for run in runs for p in run] == pieces  # in order, each once
-    assert [[p[:2] for p in run] for run in runs] == [[(0, 0)], [(0, 64)], [(1, 0)], [(1, 64), (2, 0)]]
+    # a file's small tail (4 bytes: under a quarter of a run) stays with the piece before it
+    assert [[p[:2] for p in run] for run in runs] == [[(0, 0), (0, 64)], [(1, 0), (1, 64)], [(2, 0)]]
+    halves = [(0, 0, "a", "a", 34), (0, 34, "a", "a", None), (1, 0, "b", "b", None)]
+    assert [[p[:2] for p in run] for run in decode.byte_slices(halves, sizes, 4, 1)] == [[(0, 0)], [(0, 34)], [(1, 0)]]
     assert decode.byte_slices(pieces, sizes, 4, 200) == [pieces]  # the minimum keeps small batches whole
     assert decode.byte_slices([], sizes, 4, 1) == []
 

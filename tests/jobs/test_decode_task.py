@@ -174,3 +174,40 @@ def test_a_corrupt_staged_copy_is_quarantined_once_with_where_and_the_other_file
     assert len(rejected) == 1 and rejected[0].source.file == "bad"
     assert "cannot read landing file" in rejected[0].error and "bad.staged.zst: frame 0 at byte" in rejected[0].error
     assert len(events) == 40_000 and all(e.source.file == "good" for e in events)
+
+
+@pytest.mark.parametrize("format_id", format_ids())
+def test_per_table_files_hold_the_flat_events_and_their_surveys_merge_into_the_drivers(
+    generated, format_id, tmp_path: Path
+):
+    """The change log's per-table files (decoded_tables) hold exactly the events of the flat layout, and the
+    tasks' surveys, merged, are the survey normalize makes of those events in the driver."""
+    from cdclake.batch_events import DriverEvents, decoded_files, merged_surveys, read_events
+
+    gen = generated[format_id]
+    pieces = [(p.name, str(p), 0, None) for p in gen.files]
+    half = max(1, len(pieces) // 2)
+    tasks = {"000000-000000000000": pieces[:half], "000001-000000000000": pieces[half:]}
+    flat, per_table = tmp_path / "flat", tmp_path / "tables"
+    for part, task_pieces in tasks.items():  # two tasks each way: a stateful decoder starts over in each
+        decode_to_files(gen.format_id, gen.options, task_pieces, None, str(flat), part)
+        decode_to_files(gen.format_id, gen.options, task_pieces, None, str(per_table), part, batch_id="b")
+
+    flat_files = decoded_files(flat / "kind=event")
+    table_files = decoded_files(per_table / "kind=event")
+    assert all(f.parent.name.startswith("table=") for f in table_files)
+    rows = sorted(map(repr, read_events(table_files).to_pylist()))
+    assert rows == sorted(map(repr, read_events(flat_files).to_pylist())) and rows
+
+    grouped, kinds, schema_rows = DriverEvents(flat_files, len(rows), 10**9, 2**40).survey()
+    merged = merged_surveys(per_table, set(tasks))
+    assert merged is not None
+    m_grouped, m_kinds, m_schema_rows = merged
+
+    def by_group(summary):
+        return sorted(summary, key=lambda r: (str(r["table"]), r["op"]))
+
+    assert by_group(m_grouped) == by_group(grouped)
+    assert [{**r, "kinds": set(r["kinds"])} for r in m_kinds] == [{**r, "kinds": set(r["kinds"])} for r in kinds]
+    assert sorted(map(repr, m_schema_rows)) == sorted(map(repr, schema_rows))
+    assert merged_surveys(per_table, {*tasks, "000002-000000000000"}) is None  # a task without its survey
