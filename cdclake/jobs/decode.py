@@ -407,6 +407,14 @@ def decode_task(
     return decode_to_files(format_id, options, ordered, state_path, out, part, batch_id=batch_id)
 
 
+def even_piece_bytes(total: int, cores: int) -> int:
+    """The piece size for a batch of ``total`` bytes on ``cores``: :data:`PIECE_BYTES`, or less where the batch
+    would not give every core a piece (a 100k-change batch is one 68 MB file: cut at 64 MB it kept one core busy
+    for the whole decode and the other for its 4 MB tail), but not under :data:`PROCESS_TASK_MIN_BYTES`."""
+    share = -(-total // max(1, cores))
+    return max(PROCESS_TASK_MIN_BYTES, min(PIECE_BYTES, share))
+
+
 def byte_slices(pieces: list, sizes: dict[int, int], slices: int, min_bytes: int) -> list[list]:
     """``pieces`` (``(idx, start, name, path, end)``, in order) in contiguous runs of about ``1/slices`` of
     their bytes each, and at least ``min_bytes``: a run closes before a piece would take it past that (a
@@ -473,10 +481,11 @@ def run(spark, batch_dir: str | Path, by_table: bool = True) -> dict[str, Any]:
         if items:
             yield pa.RecordBatch.from_pylist([{"kind": k, "count": n} for k, n in task(items).items()])
 
+    piece_bytes = even_piece_bytes(sum(f.size for f in manifest.files), spark.sparkContext.defaultParallelism)
     pieces = [
         (i, start, name, path, end)
         for i, name, path, size in files
-        for start, end in file_pieces(path, starts, size=size)
+        for start, end in file_pieces(path, starts, piece_bytes, size=size)
     ]
     shutil.rmtree(out, ignore_errors=True)  # a re-run replaces the whole output
     counts = {"event": 0, "rejected": 0, "skipped": 0}

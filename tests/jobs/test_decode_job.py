@@ -78,6 +78,14 @@ def test_byte_slices_are_contiguous_runs_of_even_bytes():
     assert decode.byte_slices([], sizes, 4, 1) == []
 
 
+def test_a_batch_smaller_than_a_piece_per_core_is_cut_for_every_core():
+    mb = 2**20
+    assert decode.even_piece_bytes(68 * mb, 2) == 34 * mb  # one 68 MB file: a piece for each core
+    assert decode.even_piece_bytes(684 * mb, 2) == decode.PIECE_BYTES  # ten of them: the usual pieces
+    assert decode.even_piece_bytes(5 * mb, 8) == decode.PROCESS_TASK_MIN_BYTES  # never tiny pieces
+    assert decode.even_piece_bytes(0, 0) == decode.PROCESS_TASK_MIN_BYTES
+
+
 def test_a_task_that_fails_in_its_local_process_fails_the_call_with_its_traceback(tmp_path):
     args = {"format_id": "no-such-format", "options": {}, "state_path": None, "out": str(tmp_path)}
     with pytest.raises(RuntimeError, match=r"(?s)failed in its local process.*no-such-format"):
