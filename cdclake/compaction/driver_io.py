@@ -122,10 +122,48 @@ def _events_arrow(spark, changelog: Path, source_table: str) -> pa.Table:
         try:
             read = ds.dataset(str(folder), format="parquet").to_table()
             if "op" in read.column_names:
-                return read
+                return coalesced(read)
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:  # files Spark unifies
             logger.info("%s: events read through Spark (%s)", source_table, exc)
     return _batch_events(spark, changelog, source_table).toArrow()
+
+
+#: Events a batch's table is routed and folded in, at least (:func:`coalesced`).
+COALESCE_ROWS = 65_536
+
+
+def coalesced(events: pa.Table, rows: int = COALESCE_ROWS) -> pa.Table:
+    """``events`` with runs of small chunks joined into chunks of about ``rows`` (larger ones kept as they are).
+
+    Why: decode writes a table's change log as one file per decode task (``decoded_tables``), so a 100k-change
+    batch of ten landing files reaches compact as ten chunks of a few thousand events a table, and routing pays
+    its Arrow calls per chunk: the 100k batch's compact took 0.3-0.8 s longer than over normalize's one file a
+    table. Joining copies only the small chunks (a few MB a table at that size)."""
+    batches = events.to_batches()
+    if len(batches) <= 1 or events.num_rows >= rows * len(batches):
+        return events
+    out: list[pa.RecordBatch] = []
+    group: list[pa.RecordBatch] = []
+    count = 0
+    for batch in batches:
+        if batch.num_rows >= rows:  # a large chunk stays whole, after the group before it
+            out.extend(_joined(group, events.schema))
+            group, count = [], 0
+            out.append(batch)
+            continue
+        group.append(batch)
+        count += batch.num_rows
+        if count >= rows:
+            out.extend(_joined(group, events.schema))
+            group, count = [], 0
+    out.extend(_joined(group, events.schema))
+    return pa.Table.from_batches(out, events.schema)
+
+
+def _joined(group: list[pa.RecordBatch], schema: pa.Schema) -> list[pa.RecordBatch]:
+    if len(group) <= 1:
+        return group
+    return pa.Table.from_batches(group, schema).combine_chunks().to_batches()
 
 
 #: Up to about this many rows in the touched buckets, the current rows of a batch's keys are read by
