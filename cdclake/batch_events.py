@@ -32,7 +32,7 @@ from cdclake.arrow_text import first_bytes, holding, text_buffers
 from cdclake.coltypes import DECIMAL_INTEGER
 from cdclake.decoded_tables import BATCH_COLUMN, LOGGED_OPS, event_files, iter_file, read_file
 from cdclake.events import EVENT_SCHEMA, ROW_OPS
-from cdclake.parquet_stats import INTERMEDIATE_COMPRESSION, dictionary_columns, statistics_columns
+from cdclake.parquet_stats import write_intermediate
 
 
 def decoded_files(event_dir: Path) -> list[Path]:
@@ -568,7 +568,7 @@ class ChangelogWriter:
         self.wait()
         self._pool.shutdown(wait=True)
         if not self._written and self._empty is not None:
-            _write(self._empty[0], self.folder / self._empty[1])
+            write_intermediate(self._empty[0], self.folder / self._empty[1])
 
 
 def _table_rows(tables: pa.ChunkedArray) -> Iterator[tuple[Any, np.ndarray | None]]:
@@ -583,20 +583,7 @@ def _table_rows(tables: pa.ChunkedArray) -> Iterator[tuple[Any, np.ndarray | Non
 
 
 def _take_and_write(body: pa.Table, chunked: ChunkedTake, rows: np.ndarray | None, path: Path) -> None:
-    _write(body if rows is None else chunked.take(rows), path)
-
-
-def _write(table: pa.Table, path: Path) -> None:
-    """``table`` to ``path`` under a temporary name, renamed once whole."""
-    temp = path.with_name("." + path.name + ".tmp")
-    pq.write_table(
-        table,
-        temp,
-        compression=INTERMEDIATE_COMPRESSION,
-        write_statistics=statistics_columns(table.schema),
-        use_dictionary=dictionary_columns(table.schema),
-    )
-    os.replace(temp, path)
+    write_intermediate(body if rows is None else chunked.take(rows), path)
 
 
 #: Event columns of the SCHEMA and DDL events normalize reads (``schema_events``).

@@ -30,7 +30,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from cdclake.events import EVENT_SCHEMA, ROW_OPS
-from cdclake.parquet_stats import INTERMEDIATE_COMPRESSION, dictionary_columns, statistics_columns
+from cdclake.parquet_stats import intermediate_options, write_intermediate
 
 #: Column of the change log written per batch (the batch id), after the event columns.
 BATCH_COLUMN = "_batch"
@@ -156,22 +156,8 @@ def publish_changelog(event_dir: Path, changelog: Path) -> int:
             shutil.copyfile(path, target)
         linked += 1
     if not linked:
-        _write_file(CHANGELOG_SCHEMA.empty_table(), changelog / f"{LOGGED_PREFIX}00000-empty.parquet")
+        write_intermediate(CHANGELOG_SCHEMA.empty_table(), changelog / f"{LOGGED_PREFIX}00000-empty.parquet")
     return linked
-
-
-def _write_options(schema: pa.Schema) -> dict[str, Any]:
-    return {
-        "compression": INTERMEDIATE_COMPRESSION,
-        "write_statistics": statistics_columns(schema),
-        "use_dictionary": dictionary_columns(schema),
-    }
-
-
-def _write_file(table: pa.Table, path: Path) -> None:
-    temp = path.with_name("." + path.name + ".tmp")
-    pq.write_table(table, temp, **_write_options(table.schema))
-    os.replace(temp, path)
 
 
 class TableFilesWriter:
@@ -240,7 +226,7 @@ class TableFilesWriter:
             final = folder / f"{LOGGED_PREFIX if key[1] else OTHER_PREFIX}{self.part}.parquet"
             temp = folder / f".{final.name}.{os.getpid()}.tmp"
             self._writers[key] = (
-                pq.ParquetWriter(str(temp), CHANGELOG_SCHEMA, **_write_options(CHANGELOG_SCHEMA)),
+                pq.ParquetWriter(str(temp), CHANGELOG_SCHEMA, **intermediate_options(CHANGELOG_SCHEMA)),
                 temp,
                 final,
             )

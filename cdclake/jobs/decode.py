@@ -34,7 +34,7 @@ from cdclake.formats._avro_binary import OCF_MAGIC, SYNC_SIZE, Malformed, read_v
 from cdclake.formats._gg_avro import codec_problem, ocf_header
 from cdclake.jobs.decode_processes import run_tasks
 from cdclake.options import Options
-from cdclake.parquet_stats import INTERMEDIATE_COMPRESSION, dictionary_columns, statistics_columns
+from cdclake.parquet_stats import intermediate_options
 from cdclake.reading import GZIP_MAGIC, LandingFileError, content_size, open_staged, read_staged_bytes
 from cdclake.registry import get_decoder
 from cdclake.settings import Settings
@@ -178,11 +178,7 @@ def decode_to_files(
             folder.mkdir(parents=True, exist_ok=True)
             temps[kind] = folder / f".part-{part}.{os.getpid()}.tmp"
             writers[kind] = pq.ParquetWriter(
-                str(temps[kind]),
-                DECODED_FILE_SCHEMA,
-                compression=INTERMEDIATE_COMPRESSION,
-                write_statistics=statistics_columns(DECODED_FILE_SCHEMA),
-                use_dictionary=dictionary_columns(DECODED_FILE_SCHEMA),
+                str(temps[kind]), DECODED_FILE_SCHEMA, **intermediate_options(DECODED_FILE_SCHEMA)
             )
         writers[kind].write_batch(batch)
 
