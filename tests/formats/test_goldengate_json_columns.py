@@ -18,6 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cdclake.formats._json_columns as json_columns
+import cdclake.formats.goldengate_json_columns as gg_columns
+from cdclake._native import json_objects
 from cdclake.bench.generate import generate
 from cdclake.formats._json_columns import spans
 
@@ -48,6 +50,28 @@ def test_the_bench_stream_is_read_as_columns_span_by_span(tmp_path: Path):
     with mock.patch.object(json_columns, "SPAN_BYTES", 5000):
         read = assert_same_files(data)
         assert read == len(list(spans(data))) > 5
+
+
+@pytest.mark.skipif(json_objects is None, reason="the C splitter is not built")
+def test_the_images_are_split_in_c_and_each_meta_joined_a_column_at_a_time(tmp_path: Path):
+    gens, _ = generate(["goldengate-json"], tmp_path / "files", 400, seed=5, file_events=400)
+    data = gens["goldengate-json"].files[0].read_bytes()
+    split = mock.Mock(wraps=json_columns.split_images)
+    one_by_one = mock.Mock(wraps=gg_columns._meta_text)
+    with mock.patch.object(gg_columns, "split_images", split), mock.patch.object(gg_columns, "_meta_text", one_by_one):
+        assert assert_same_files(data) == 1
+    assert split.call_count == 4  # before and after, once by the task and once by the count of spans read
+    one_by_one.assert_not_called()
+
+
+@pytest.mark.parametrize(
+    ("position", "current"),
+    [('"A\\"1"', '"2024-06-01T00:00:01"'), ('"1"', '"2024-06-01\\\\T00"'), ('"1"', '"tab\\t"')],
+)
+def test_a_meta_whose_texts_json_escapes_is_written_record_by_record(position: str, current: str):
+    odd = _record(2).replace('"00000000000000000002"', position).replace('"2024-06-01T00:00:01.000000"', current)
+    data = (_record(1) + "\n" + odd + "\n").encode()
+    assert assert_same_files(data) == 1
 
 
 @pytest.mark.parametrize(
@@ -84,6 +108,8 @@ def test_values_the_builder_spells_otherwise_are_rewritten_its_way(value: str):
         (_record(3, extra='"member"'), 2),  # a member the formatter does not write: kept in meta
         (_record(3).replace('"2024-06-01 00:00:00.000001"', '"2024-02-30 00:00:00.000000"'), 2),  # no such day
         (_record(3).replace(":", ": ", 1), 2),  # blanks
+        (_record(3, after='{"ID":3, "V":1}'), 2),  # a blank in an image: not split, and not the same text written back
+        (_record(3, before='{"ID":3}', after='{"\\u0049D":3}'), 2),  # an escape in a column name
         (_record(3, after='{"ID":3,"V":"\\ud800"}'), 2),  # a lone surrogate
         pytest.param('{"table":"S.T","op_type":"I"', 2, id="cut short"),
         # not a record line: no cut before it, so its span starts at the record before it
