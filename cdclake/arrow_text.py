@@ -7,12 +7,14 @@ value at once, where ``match_substring`` or a string ``if_else`` run a matcher o
 
 from __future__ import annotations
 
+import zlib
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cdclake._native import text_forms as _TEXT_FORMS
 from cdclake._native import value_texts as _VALUE_TEXTS
 
 _TEXT_TYPES = (pa.string(), pa.large_string())
@@ -26,6 +28,21 @@ def text_buffers(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     offsets = np.frombuffer(buffers[1], width)[texts.offset : texts.offset + len(texts) + 1].astype(np.int64)
     data = np.frombuffer(buffers[2], np.uint8) if buffers[2] is not None and len(buffers[2]) else np.zeros(1, np.uint8)
     return offsets, data
+
+
+def text_buckets(texts: pa.Array, buckets: int) -> np.ndarray:
+    """``zlib.crc32(text) % buckets`` of every value (``merge.bucket_of`` of key texts), -1 for NULL: one C pass
+    over the column's bytes where the module is built, else a Python call per distinct value."""
+    if _TEXT_FORMS is not None and texts.type in _TEXT_TYPES:
+        offsets, data = text_buffers(texts)
+        codes = np.frombuffer(_TEXT_FORMS.crc32_buckets(data, offsets, buckets), np.int64)
+        if texts.null_count:
+            codes[~np.asarray(texts.is_valid().to_numpy(zero_copy_only=False), bool)] = -1
+        return codes
+    encoded = pc.dictionary_encode(texts)
+    per_text = [zlib.crc32(t.encode("utf-8")) % buckets for t in encoded.dictionary.to_pylist()]
+    indices = pc.fill_null(encoded.indices, len(per_text)).to_numpy(zero_copy_only=False)
+    return np.array([*per_text, -1], np.int64)[indices]
 
 
 def first_bytes(texts: pa.Array) -> np.ndarray:

@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cdclake import arrow_text
-from cdclake.arrow_text import first_bytes, holding
+from cdclake.arrow_text import first_bytes, holding, text_buckets
+from cdclake.merge import bucket_of
 
 _TEXT = st.text(alphabet=st.sampled_from('ab"\\eE_-x\u00e9'), max_size=8)
 
@@ -43,3 +44,18 @@ def test_first_bytes_of_empty_null_and_sliced_values():
     assert first_bytes(texts).tolist() == [ord("a"), 0, 0, 0xC3, ord('"')]
     assert first_bytes(texts.slice(3)).tolist() == [0xC3, ord('"')]
     assert first_bytes(pa.array([], pa.large_string())).tolist() == []
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.one_of(st.none(), st.text(max_size=12)), max_size=30),
+    st.sampled_from([pa.string(), pa.large_string()]),
+    st.integers(1, 64),
+    st.integers(0, 5),
+)
+def test_text_buckets_are_bucket_of_each_text_in_c_and_in_python(values, type_, buckets, cut):
+    texts = pa.array(values, type_).slice(min(cut, len(values)))
+    expected = [-1 if t is None else bucket_of(t, buckets) for t in texts.to_pylist()]
+    assert text_buckets(texts, buckets).tolist() == expected
+    with patch.object(arrow_text, "_TEXT_FORMS", None):
+        assert text_buckets(texts, buckets).tolist() == expected

@@ -19,6 +19,8 @@
  *   per text, the kind normalize's survey reads in it (``kind_form`` below), as an int8.
  * shape_bits(data, offsets):
  *   per text (a valid JSON value), its ``formats/_json_shapes.JsonShapes`` as bits (``shape_form`` below).
+ * crc32_buckets(data, offsets, buckets):
+ *   per text, ``zlib.crc32(text) % buckets`` (``merge.bucket_of`` of a key text), as n int64 (a bytearray of 8n).
  * Each takes the column's data bytes and its n + 1 int64 offsets; they return a bytearray of n values
  * (0s or 1s for the forms; writable: numpy reads it in place). The scans run without the GIL: a compact step's
  * tables run in threads, whose Python then runs beside them.
@@ -304,6 +306,45 @@ end:
     return out;
 }
 
+/* zlib's CRC-32 (reflected, polynomial 0xEDB88320), a byte at a time: key texts are a few dozen bytes. */
+static uint32_t crc_table[256];
+
+static void crc_init(void) {
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+        crc_table[i] = c;
+    }
+}
+
+static PyObject *crc32_buckets(PyObject *self, PyObject *args) {
+    Py_buffer data, offs;
+    long long buckets;
+    PyObject *out = NULL;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "y*y*L", &data, &offs, &buckets)) return NULL;
+    if (buckets < 1) {
+        PyErr_SetString(PyExc_ValueError, "buckets: at least 1");
+    } else if (column(&data, &offs, &n)) {
+        out = PyByteArray_FromStringAndSize(NULL, n * 8);
+        if (out) {
+            const unsigned char *t = (const unsigned char *)data.buf;
+            const int64_t *o = (const int64_t *)offs.buf;
+            int64_t *r = (int64_t *)PyByteArray_AS_STRING(out);
+            Py_BEGIN_ALLOW_THREADS
+            for (Py_ssize_t i = 0; i < n; i++) {
+                uint32_t c = 0xFFFFFFFFu;
+                for (int64_t j = o[i]; j < o[i + 1]; j++) c = crc_table[(c ^ t[j]) & 0xFF] ^ (c >> 8);
+                r[i] = (int64_t)((c ^ 0xFFFFFFFFu) % (uint64_t)buckets);
+            }
+            Py_END_ALLOW_THREADS
+        }
+    }
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&offs);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"number_forms", number_forms, METH_VARARGS, "Which texts are JSON numbers of a bounded form."},
     {"quoted_forms", quoted_forms, METH_VARARGS, "Which texts are JSON strings without escapes."},
@@ -311,9 +352,13 @@ static PyMethodDef methods[] = {
     {"judge", judge, METH_VARARGS, "Routing's judgement of each value by its column's type."},
     {"iso_forms", iso_forms, METH_VARARGS, "Which texts are quoted ISO dates (or timestamps) of 1900-2999."},
     {"shape_bits", shape_bits, METH_VARARGS, "The JSON shape of each text, as bits."},
+    {"crc32_buckets", crc32_buckets, METH_VARARGS, "zlib.crc32 of each text modulo a bucket count."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_text_forms", NULL, -1, methods};
 
-PyMODINIT_FUNC PyInit__text_forms(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__text_forms(void) {
+    crc_init();
+    return PyModule_Create(&module);
+}

@@ -11,6 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cdclake.arrow_text import text_buckets
 from cdclake.coltypes import CastError
 from cdclake.compaction.arrow_typing import image_keys, typed_images
 from cdclake.compaction.lake_tables import ROUTED_SCHEMA
@@ -134,11 +135,8 @@ def _chosen_keys(op: pa.Array, before_keys: pa.Array, after_keys: pa.Array) -> t
 
 
 def _buckets(keys: pa.Array, buckets: int) -> np.ndarray:
-    """``bucket_of`` of every key text (-1 for NULL), hashed once per distinct key."""
-    encoded = pc.dictionary_encode(keys)
-    per_key = np.array([bucket_of(k, buckets) for k in encoded.dictionary.to_pylist()] + [-1], dtype=np.int64)
-    indices = pc.fill_null(encoded.indices, len(encoded.dictionary)).to_numpy(zero_copy_only=False)
-    return per_key[indices]
+    """``bucket_of`` of every key text (-1 for NULL), in one C pass where it is built (``arrow_text``)."""
+    return text_buckets(keys, buckets)
 
 
 def _route_by_reference(
