@@ -9,6 +9,7 @@ keys, less those that fold onto their current row (row state: every event of the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -112,25 +113,35 @@ def find_affected(
     full_refresh: bool,
     main_done: bool,
     row_state: bool = True,
+    log_pending: Callable[[], None] | None = None,
 ) -> Affected:
     """The keys and buckets the batch's merge touches (see the module docstring); ``row_state`` False: no key
-    folds onto its row (every key refolds from its log, its linked keys searched)."""
+    folds onto its row (every key refolds from its log, its linked keys searched). ``log_pending``: the batch's
+    log append is still running, into a log that held nothing before it (``table.appending_beside``): the log
+    then holds this batch alone and is not read, unless a full rewrite needs it, after ``log_pending()`` (which
+    waits for the append). ``Affected.log`` is then None: the driver's fold needs none (its caller waits
+    and asks again where that fold declines)."""
     from pyspark.sql import functions as F
 
     name, log_name, buckets, limit = target.name, target.log_name, target.buckets, batch.limit
     read_snapshot = _fresh_snapshot_id(spark, name)
     props = table_properties(spark, name)
     keyed = props.get(ROW_KEYS_PROPERTY) == "1"
-    spark.catalog.refreshTable(log_name)
-    log = spark.table(log_name)
-    truncate_seq = None  # the watermark: the newest logged truncate (most logs have none: no job)
-    if _bucket_has_files(spark, log_name, TRUNCATE_BUCKET):
-        wm_row = log.where(F.col("_cdc_bucket") == TRUNCATE_BUCKET).agg(F.max("seq").alias("wm")).first()
-        truncate_seq = wm_row["wm"] if wm_row else None
     full = full_refresh or batch.truncates > 0 or not keyed  # not keyed: rows without _cdc_key, rewritten once
-    # a log holding only this batch (a table's first batch): every logged key is affected and every key
-    # change is among the events read, so there is nothing to search and no key set to join
-    whole_log = not full and _only_batch(spark, log_name, batch_id)
+    if log_pending is not None and full:
+        log_pending()
+        log_pending = None
+    log, truncate_seq, whole_log = None, None, True  # a log of this batch alone: no truncate, nothing to search
+    if log_pending is None:
+        spark.catalog.refreshTable(log_name)
+        log = spark.table(log_name)
+        # the watermark: the newest logged truncate (most logs have none: no job)
+        if _bucket_has_files(spark, log_name, TRUNCATE_BUCKET):
+            wm_row = log.where(F.col("_cdc_bucket") == TRUNCATE_BUCKET).agg(F.max("seq").alias("wm")).first()
+            truncate_seq = wm_row["wm"] if wm_row else None
+        # a log holding only this batch (a table's first batch): every logged key is affected and every key
+        # change is among the events read, so there is nothing to search and no key set to join
+        whole_log = not full and _only_batch(spark, log_name, batch_id)
     affected = Affected(
         read_snapshot=read_snapshot,
         props=props,

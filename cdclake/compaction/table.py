@@ -54,6 +54,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -62,10 +65,17 @@ from cdclake.compaction.batch_rows import RoutedBatch, Target, append_to_log, ro
 from cdclake.compaction.commit import commit_fold
 from cdclake.compaction.driver_merge import Folded, fold_in_driver
 from cdclake.compaction.lake_tables import HISTORY_SUFFIX, ensure_tables
-from cdclake.compaction.lineage import COUNTS_PROPERTY, _committed_counts, _head_summary, _snapshot_info
+from cdclake.compaction.lineage import (
+    COUNTS_PROPERTY,
+    _committed_counts,
+    _fresh_snapshot_id,
+    _head_summary,
+    _snapshot_info,
+)
 from cdclake.compaction.publish import COMMIT_ATTEMPTS, _branch_name, _drop_branch, _is_conflict
 from cdclake.compaction.spark_fold import _fold_on_workers
 from cdclake.compaction.strategy import OVERWRITE, _choose_mode
+from cdclake.compaction.switches import driver_commits_enabled
 from cdclake.faults import fault_point
 from cdclake.schema_evolution import ColumnMap
 from cdclake.tables import BATCH_PROPERTY
@@ -103,26 +113,31 @@ def compact_table(
         return _committed_counts(spark, name, batch_id)
     # else: a crash between the table's commit and the history commit; the fold is redone for the history only
 
-    # 1. this batch's events -> change-log rows (or quarantine) -> appended once
+    # 1. this batch's events -> change-log rows (or quarantine) -> appended once: beside the fold where the log
+    # holds nothing yet (a table's first batch), else first
     batch = route_batch(spark, batch_dir, batch_id, source_table, target)
-    append_to_log(spark, target, batch_id, batch)
-    # 2. the affected keys and buckets, from the table's snapshot read before the log
-    affected = find_affected(spark, target, batch, batch_id, full_refresh, main_done)
-    if not affected.buckets:
-        return {"status": "no-change", "applied": 0, "stale": 0, "quarantined": batch.quarantined}
-    mode, rewrite_buckets = _mode(spark, target, affected, main_done)
-    # 3. the fold: in the driver when its inputs are small (known after one bounded read each), else on workers
-    folded = _fold_in_driver(spark, batch_id, target, batch, affected, mode, rewrite_buckets, main_done)
-    if folded is None and affected.in_order:
-        # the driver's bounds do not hold the other keys' logs: the workers refold every key from its log,
-        # those row state would have folded onto their rows too (their linked keys searched as well)
-        affected = find_affected(spark, target, batch, batch_id, full_refresh, main_done, row_state=False)
+    with appending_beside(spark, target, batch_id, batch, full_refresh or main_done) as log_pending:
+        # 2. the affected keys and buckets, from the table's snapshot read before the log
+        affected = find_affected(spark, target, batch, batch_id, full_refresh, main_done, log_pending=log_pending)
+        if not affected.buckets:
+            return {"status": "no-change", "applied": 0, "stale": 0, "quarantined": batch.quarantined}
         mode, rewrite_buckets = _mode(spark, target, affected, main_done)
-    if folded is None:
-        folded = _fold_on_workers_of(spark, batch_dir, batch_id, layout, target, affected, mode, rewrite_buckets)
-    fold = "driver" if folded.in_driver else "workers"
-    if affected.in_order:
-        fold += f", {len(affected.in_order)} keys onto their rows"
+        # 3. the fold: in the driver when its inputs are small (known after one bounded read each), else on workers
+        folded = _fold_in_driver(spark, batch_id, target, batch, affected, mode, rewrite_buckets, main_done)
+        if folded is None and (affected.in_order or affected.log is None):
+            # the driver's bounds do not hold the other keys' logs: the workers refold every key from its log,
+            # those row state would have folded onto their rows too (their linked keys searched as well); the
+            # log is read, so its append is waited for
+            if log_pending is not None:
+                log_pending()
+            affected = find_affected(spark, target, batch, batch_id, full_refresh, main_done, row_state=False)
+            mode, rewrite_buckets = _mode(spark, target, affected, main_done)
+        if folded is None:
+            folded = _fold_on_workers_of(spark, batch_dir, batch_id, layout, target, affected, mode, rewrite_buckets)
+        fold = "driver" if folded.in_driver else "workers"
+        if affected.in_order:
+            fold += f", {len(affected.in_order)} keys onto their rows"
+    # the log's append is committed here (``appending_beside`` waits for it): always before the table's commit
 
     # 4. one commit carrying the batch id and its counts
     counts = {**folded.stats, "quarantined": batch.quarantined}
@@ -152,6 +167,39 @@ def compact_table(
             spark, batch_dir, batch_id, source_table, layout, default_buckets, full_refresh, attempt + 1
         )
     return _report(spark, target, batch, folded, mode, rewrite_buckets, fold)
+
+
+@contextmanager
+def appending_beside(
+    spark, target: Target, batch_id: str, batch: RoutedBatch, redo: bool
+) -> Iterator[Callable[[], None] | None]:
+    """The batch's change-log append, on a thread of its own while the body folds where the log holds nothing
+    yet (a table's first batch, routed in the driver, committed from it: the fold needs nothing of the log
+    then), else done before the body. Yields None, or the function that waits for the append (raising what it
+    raised); the append is always waited for on the way out, so the table's commit after it follows the log's.
+
+    Why: a bulk first batch's log append (every event's images written again, as Parquet per bucket) and its
+    fold ran one after the other, and the largest table's pair was the compact step's tail, on one core
+    (docs/decisions.md, "A table's first batch: its log appended beside its fold")."""
+    beside = (
+        batch.in_driver
+        and batch.has_good
+        and not redo
+        and not target.scd2
+        and driver_commits_enabled()
+        and _fresh_snapshot_id(spark, target.log_name) is None
+    )
+    if not beside:
+        append_to_log(spark, target, batch_id, batch)
+        yield None
+        return
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="log-append")
+    appended = pool.submit(append_to_log, spark, target, batch_id, batch)
+    try:
+        yield appended.result
+    finally:
+        pool.shutdown(wait=True)
+    appended.result()  # its error, where the body raised none
 
 
 def _mode(spark, target: Target, affected: Affected, main_done: bool) -> tuple[str, list[int]]:

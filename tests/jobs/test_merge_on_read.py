@@ -18,6 +18,7 @@ import json
 import logging
 import random
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,7 @@ import pytest
 from cdclake.batch import Manifest
 from cdclake.compaction import publish as compact_publish
 from cdclake.compaction import table as compact_table_module
+from cdclake.compaction.runner import CompactFailed
 from cdclake.jobs import compact
 from cdclake.merge import bucket_of, key_of
 from cdclake.naming import spark_table_name
@@ -353,3 +355,42 @@ def test_scd2_history_follows_a_merge_on_read_batch(spark, warehouse, tmp_path):
         ("v1", False),
         ("v2", False),
     ]
+
+
+def test_a_table_s_first_batch_appends_its_log_beside_the_fold_and_commits_the_table_after_it(
+    spark, warehouse, tmp_path, monkeypatch
+):
+    table = "MOR.BESIDE"
+    steps: list[tuple[str, str]] = []
+    append, commit = compact_table_module.append_to_log, compact_table_module.commit_fold
+
+    def appending(*args, **kwargs):
+        append(*args, **kwargs)
+        steps.append(("log", threading.current_thread().name))
+
+    def committing(*args, **kwargs):
+        steps.append(("table", threading.current_thread().name))
+        return commit(*args, **kwargs)
+
+    monkeypatch.setattr(compact_table_module, "append_to_log", appending)
+    monkeypatch.setattr(compact_table_module, "commit_fold", committing)
+    apply(spark, tmp_path, "beside-b1", [gg(table, "I", i + 1, after={"id": i, "v": "a", NASTY: i}) for i in range(50)])
+    (log_step, log_thread), (table_step, table_thread) = steps
+    assert (log_step, table_step) == ("log", "table")  # the log's commit first
+    assert log_thread.startswith("log-append") and not table_thread.startswith("log-append")
+    steps.clear()  # the next batch finds a log: appended first, on the table's own thread
+    apply(spark, tmp_path, "beside-b2", [gg(table, "U", 100, before={"id": 1}, after={"id": 1, "v": "b"})])
+    assert [s for s, _ in steps] == ["log", "table"] and steps[0][1] == steps[1][1]
+    assert spark_rows(spark, table)[1]["v"] == "b" and len(spark_rows(spark, table)) == 50
+
+
+def test_a_failed_log_append_beside_the_fold_leaves_the_table_uncommitted(spark, warehouse, tmp_path, monkeypatch):
+    table = "MOR.BESIDE_FAILS"
+
+    def failing(*args, **kwargs):
+        raise OSError("the log's storage went away")
+
+    monkeypatch.setattr(compact_table_module, "append_to_log", failing)
+    with pytest.raises(CompactFailed, match="storage went away"):
+        apply(spark, tmp_path, "fails-b1", [gg(table, "I", 1, after={"id": 1, "v": "a", NASTY: 1})])
+    assert batch_commits(warehouse, table, "fails-b1") == 0
