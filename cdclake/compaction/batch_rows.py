@@ -160,10 +160,13 @@ def route_batch(spark, batch_dir: Path, batch_id: str, source_table: str, target
     )
 
 
-def append_to_log(spark, target: Target, batch_id: str, batch: RoutedBatch) -> None:
-    """Append the batch's rows to the change log, once: a log already holding the batch is left as is."""
+def append_to_log(spark, target: Target, batch_id: str, batch: RoutedBatch, logged: set[str] | None = None) -> None:
+    """Append the batch's rows to the change log, once: a log already holding the batch is left as is.
+    ``logged``: the batch ids the log's history holds, where the caller has just read them."""
     fault_point("compact:before-log-append")
-    if batch.has_good and batch_id not in _snapshot_info(spark, target.log_name):
+    if logged is None and batch.has_good:
+        logged = _snapshot_info(spark, target.log_name)
+    if batch.has_good and batch_id not in logged:  # type: ignore[operator]
         appended = (
             batch.in_driver
             and driver_commits_enabled()

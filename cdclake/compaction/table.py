@@ -68,8 +68,8 @@ from cdclake.compaction.lake_tables import HISTORY_SUFFIX, ensure_tables
 from cdclake.compaction.lineage import (
     COUNTS_PROPERTY,
     _committed_counts,
-    _fresh_snapshot_id,
     _head_summary,
+    _lineage,
     _snapshot_info,
 )
 from cdclake.compaction.publish import COMMIT_ATTEMPTS, _branch_name, _drop_branch, _is_conflict
@@ -181,20 +181,16 @@ def appending_beside(
     Why: a bulk first batch's log append (every event's images written again, as Parquet per bucket) and its
     fold ran one after the other, and the largest table's pair was the compact step's tail, on one core
     (docs/decisions.md, "A table's first batch: its log appended beside its fold")."""
-    beside = (
-        batch.in_driver
-        and batch.has_good
-        and not redo
-        and not target.scd2
-        and driver_commits_enabled()
-        and _fresh_snapshot_id(spark, target.log_name) is None
-    )
-    if not beside:
-        append_to_log(spark, target, batch_id, batch)
+    # the log's history, read once: what the append reads to skip a batch it holds (no catalog load more)
+    history = _lineage(spark, target.log_name) if batch.has_good else []
+    logged = {r["batch"] for r in history if r["batch"]}
+    beside = batch.in_driver and batch.has_good and not history and not redo and not target.scd2
+    if not (beside and driver_commits_enabled()):
+        append_to_log(spark, target, batch_id, batch, logged)
         yield None
         return
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="log-append")
-    appended = pool.submit(append_to_log, spark, target, batch_id, batch)
+    appended = pool.submit(append_to_log, spark, target, batch_id, batch, logged)
     try:
         yield appended.result
     finally:
