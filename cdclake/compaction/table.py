@@ -180,7 +180,7 @@ def appending_beside(
 
     Why: a bulk first batch's log append (every event's images written again, as Parquet per bucket) and its
     fold ran one after the other, and the largest table's pair was the compact step's tail, on one core
-    (docs/decisions.md, "A table's first batch: its log appended beside its fold")."""
+    (docs/decisions.md, "GoldenGate JSON images split in C; a table's first log append beside its fold")."""
     # the log's history, read once: what the append reads to skip a batch it holds (no catalog load more)
     history = _lineage(spark, target.log_name) if batch.has_good else []
     logged = {r["batch"] for r in history if r["batch"]}
