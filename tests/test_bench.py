@@ -249,9 +249,17 @@ def test_history_report_gives_each_case_median_mean_and_both_ratios() -> None:
     assert "Long ÷ short: **1.17** (medians); 1.27 (means)." in text
 
 
-def test_repeated_runs_are_compared_by_their_medians() -> None:
-    """With ``--repeats``, the naive table's ratio is median over median, its wrong rows the worst run's, and
-    every run is listed (so one noisy run of either side neither makes nor breaks the ratio)."""
+def _render_base() -> dict:
+    base = {"date": "2026-11-29", "command": "bench", "machine": {}, "formats": {}}
+    base["settings"] = dict.fromkeys(
+        ("buckets", "events", "file_events", "sample_events", "seed", "shuffle_partitions"), 1
+    )
+    return base
+
+
+def test_results_from_before_the_pairs_render_their_runs_as_pairs() -> None:
+    """Results files written before the warm-until-steady change (run lists, no pairs) still render: every run
+    as a pair, best-of and medians worked out from the lists, the worst run's wrong rows."""
     from cdclake.bench.report import render
 
     counts = {"expected": 10, "wrong": 0}
@@ -268,14 +276,154 @@ def test_repeated_runs_are_compared_by_their_medians() -> None:
         "ours_median_s": 19.0,
         "naive_median_s": 21.0,
     }
-    base = {"date": "2026-11-29", "command": "bench", "machine": {}, "formats": {}}
-    base["settings"] = dict.fromkeys(
-        ("buckets", "events", "file_events", "sample_events", "seed", "shuffle_partitions"), 1
-    )
-    text = render(base | {"naive": {"datahub-blob": entry}})
-    assert "| datahub-blob | 19.0 | 21.0 | **0.90** | 4 of 10 | 2 | 4 | long |" in text
-    assert "- datahub-blob: 30.0 / 20.0, 18.0 / 21.0, 19.0 / 25.0 (wrong rows of ours per run: [0, 2, 0])" in text
+    text = render(_render_base() | {"naive": {"datahub-blob": entry}})
+    # best 18.0 / 20.0; pair ratios 1.50, 0.857, 0.76 -> median 0.857; medians 19.0 / 21.0
+    assert "| datahub-blob | 3 | 18.0 | 20.0 | **0.90** | 0.86 | 19.0 | 21.0 | 0.90 | 4 of 10 | 2 | 4 | long |" in text
+    assert "| 1 | 30.0 | 20.0 | 1.50 |" in text and "| 3 | 19.0 | 25.0 | 0.76 |" in text
+    assert "| best-of-3 | 18.0 | 20.0 | **0.90** |" in text
+    assert "| median | 19.0 | 21.0 | 0.90 (pair ratios: 0.86) |" in text
+    assert "(wrong rows of ours per run: [0, 2, 0])" in text
     single = {k: v for k, v in entry.items() if not k.endswith(("_runs_s", "_runs_wrong", "_median_s"))}
-    assert "| datahub-blob | 30.0 | 20.0 | **1.50** | 4 of 10 | 0 | 4 | long |" in render(
-        base | {"naive": {"b": single}}
-    ).replace("| b |", "| datahub-blob |")
+    text = render(_render_base() | {"naive": {"datahub-blob": single}})
+    assert "| datahub-blob | 1 | 30.0 | 20.0 | **1.50** | 1.50 | 30.0 | 20.0 | 1.50 | 4 of 10 | 0 | 4 | long |" in text
+
+
+def test_pair_summary_gives_every_pair_best_of_and_medians() -> None:
+    from cdclake.bench.pairs import pair_summary
+
+    s = pair_summary([14.5, 15.3, 15.4], [20.7, 15.5, 13.5])
+    assert [(p["ours_s"], p["naive_s"]) for p in s["pairs"]] == [(14.5, 20.7), (15.3, 15.5), (15.4, 13.5)]
+    assert [round(p["ratio"], 3) for p in s["pairs"]] == [0.700, 0.987, 1.141]
+    assert s["runs"] == 3 and s["ours_best_s"] == 14.5 and s["naive_best_s"] == 13.5
+    assert round(s["best_ratio"], 3) == 1.074  # the steady-state figure the median of three hid
+    assert round(s["pair_ratio_median"], 3) == 0.987
+    assert s["ours_median_s"] == 15.3 and s["naive_median_s"] == 15.5 and round(s["median_ratio"], 3) == 0.987
+
+
+def test_pair_summary_of_an_even_count_and_of_the_naive_side_alone() -> None:
+    from cdclake.bench.pairs import pair_summary
+
+    s = pair_summary([10.0, 12.0], [8.0, 12.0])
+    assert s["ours_median_s"] == 11.0 and s["naive_median_s"] == 10.0
+    assert s["pair_ratio_median"] == (10 / 8 + 1) / 2 and s["best_ratio"] == 10 / 8
+    alone = pair_summary([], [9.0, 7.0, 8.0])  # the pipeline step skipped
+    assert alone["naive_best_s"] == 7.0 and alone["naive_median_s"] == 8.0
+    assert [p["ratio"] for p in alone["pairs"]] == [None] * 3
+    assert alone["best_ratio"] is alone["pair_ratio_median"] is alone["median_ratio"] is alone["ours_best_s"] is None
+    with pytest.raises(ValueError):
+        pair_summary([1.0], [1.0, 2.0])
+
+
+@pytest.mark.parametrize(
+    ("times", "stopped", "falling"),
+    [
+        ([], False, False),
+        ([20.7], False, False),
+        ([20.7, 15.5], False, True),
+        ([20.7, 15.5, 13.5], False, True),  # 13% faster than the run before: still warming
+        ([15.5, 13.5, 13.0], True, False),  # 3.7% faster: within 5%
+        ([13.5, 14.2], True, False),  # slower: stopped
+        ([10.0, 9.5], True, False),  # exactly 5% faster counts as stopped
+        ([10.0, 9.49], False, True),
+    ],
+)
+def test_the_steady_rule_on_sequences_of_times(times, stopped, falling) -> None:
+    from cdclake.bench.pairs import still_falling, stopped_falling
+
+    assert stopped_falling(times) is stopped
+    assert still_falling(times) is falling
+
+
+def _fake_pairs(ours: list[float] | None, naive: list[float]):
+    """A ``run_pair`` that hands out the given times in turn, and the calls it got."""
+    calls: list[int] = []
+
+    def run_pair(i: int) -> tuple[float | None, float]:
+        calls.append(i)
+        return (None if ours is None else ours[i]), naive[i]
+
+    return run_pair, calls
+
+
+def test_warm_up_runs_until_the_naive_job_stops_falling_with_equal_runs_each() -> None:
+    from cdclake.bench.pairs import warm_until_steady
+
+    run_pair, calls = _fake_pairs([14.5, 15.3, 15.4, 15.0, 15.1], [20.7, 15.5, 13.5, 13.2, 13.3])
+    warm = warm_until_steady(run_pair)
+    assert calls == [0, 1, 2, 3]  # 13.2 is 2% under 13.5: steady after the fourth pair
+    assert warm["naive_s"] == [20.7, 15.5, 13.5, 13.2] and warm["ours_s"] == [14.5, 15.3, 15.4, 15.0]
+    assert warm["naive_steady"] is True and warm["ours_steady"] is True
+    assert warm["cap"] == 5 and warm["tolerance"] == 0.05
+
+
+def test_warm_up_waits_for_ours_too_and_needs_two_runs_of_each() -> None:
+    from cdclake.bench.pairs import keep_warming, warm_until_steady
+
+    assert keep_warming([], []) and keep_warming([9.0], [9.0])  # one run decides nothing
+    assert keep_warming([9.0, 8.0], [9.0, 9.0])  # ours 11% faster: ours is still warming
+    assert not keep_warming([9.0, 9.0], [9.0, 9.0])
+    run_pair, calls = _fake_pairs([12.0, 10.0, 9.9], [9.0, 9.1, 9.0])
+    warm = warm_until_steady(run_pair)
+    assert calls == [0, 1, 2] and len(warm["ours_s"]) == len(warm["naive_s"]) == 3
+
+
+def test_warm_up_stops_at_the_cap_and_says_it_was_not_steady() -> None:
+    from cdclake.bench.pairs import keep_warming, warm_until_steady
+
+    naive = [30.0, 25.0, 20.0, 16.0, 13.0, 11.0, 9.0]
+    run_pair, calls = _fake_pairs(None, naive)  # the naive job alone (pipeline step skipped)
+    warm = warm_until_steady(run_pair)
+    assert calls == [0, 1, 2, 3, 4] and warm["naive_s"] == naive[:5]
+    assert warm["naive_steady"] is False and warm["ours_steady"] is None and warm["ours_s"] == []
+    run_pair, calls = _fake_pairs(None, naive)
+    assert warm_until_steady(run_pair, cap=3, tolerance=0.5)["naive_s"] == naive[:2]  # 17% faster is in 50%
+    assert not keep_warming([], [30.0, 25.0], cap=0) and keep_warming([], [30.0], cap=0)  # never under two
+
+
+def test_the_printed_table_and_the_report_give_warm_ups_every_pair_best_of_and_medians() -> None:
+    from cdclake.bench.pairs import pair_summary, pairs_text, warm_until_steady
+    from cdclake.bench.report import render
+
+    run_pair, _ = _fake_pairs([14.5, 15.3, 15.4], [20.7, 15.5, 15.0])
+    warm = warm_until_steady(run_pair)
+    summary = pair_summary([15.0, 15.2, 14.8], [13.6, 13.5, 13.9])
+    printed = "\n".join(pairs_text("goldengate-json", summary, warm))
+    assert "warm-ups (untimed): ours 3 (14.5, 15.3, 15.4 s), naive 3 (20.7, 15.5, 15.0 s)" in printed
+    assert "stopped falling: ours True, naive True" in printed
+    for line in (
+        "1     15.0     13.6        1.10",
+        "2     15.2     13.5        1.13",
+        "3     14.8     13.9        1.06",
+    ):
+        assert f"goldengate-json: {line:>38}" in printed
+    assert "best     14.8     13.5        1.10  <- best-of-3 ratio (headline)" in printed
+    assert "median     15.0     13.6        1.10  (medians' ratio); median of the pair ratios 1.10" in printed
+
+    entry = {
+        "seconds": 13.6,
+        "compared_kinds": ["long"],
+        "warm_up_s": sum(warm["naive_s"]),
+        "warm_ups": warm,
+        "naive_runs_s": [13.6, 13.5, 13.9],
+        "naive_timed_still_falling": False,
+        "naive_vs_expected": {"expected": 10, "wrong": 4},
+        "ours_vs_expected": {"expected": 10, "wrong": 0},
+        "ours_s": 15.0,
+        "ours_runs_s": [15.0, 15.2, 14.8],
+        "ours_runs_wrong": [0, 0, 0],
+        "rows_differing_ours_vs_naive": 4,
+    } | summary
+    text = render(_render_base() | {"naive": {"goldengate-json": entry}})
+    assert "**Headline: the best-of-N ratio**" in text
+    assert (
+        "| goldengate-json | 3 | 14.8 | 13.5 | **1.10** | 1.10 | 15.0 | 13.6 | 1.10 | 4 of 10 | 0 | 4 | long |" in text
+    )
+    assert (
+        "- warm-ups (untimed), until each side's last run is at most 5% faster than the one before, at most 5: "
+        "ours 3 (14.5, 15.3, 15.4 s; the first is the pipeline step's run), the naive job 3 (20.7, 15.5, 15.0 s); "
+        "stopped falling: ours yes, the naive job yes"
+    ) in text
+    assert "| 2 | 15.2 | 13.5 | 1.13 |" in text and "| best-of-3 | 14.8 | 13.5 | **1.10** |" in text
+    assert "still fell" not in text
+    falling = render(_render_base() | {"naive": {"goldengate-json": entry | {"naive_timed_still_falling": True}}})
+    assert "**the naive job's timed runs still fell run after run**" in falling

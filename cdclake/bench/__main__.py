@@ -6,7 +6,8 @@ Steps (each can be limited by a flag; ``--quick`` shrinks them all):
 2. per format, one core, no Spark: the bare-parse limit, the decoder alone, the decode task path;
 3. start Spark (timed apart), warm up, then per format stage/decode/normalize/merge as one batch,
    each step timed with memory peaks, and the lake tables compared with the expected rows;
-4. the naive Spark job on the JSON formats, timed and compared;
+4. the naive Spark job on the JSON formats against ours: both warmed until their runs stop falling (equal
+   warm-ups), then ``--repeats`` timed pairs in turn; every pair, best-of-N (the headline) and medians;
 5. batches over 2 and 30 tables in one application (the cost of each extra table);
 6. the incremental merge curve; 7. one large file decoded with bounded worker memory;
 8. two DAG runs through ``airflow dags test`` (wall time and each task's seconds), optionally one
@@ -21,7 +22,6 @@ import datetime as dt
 import json
 import os
 import shutil
-import statistics
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -71,8 +71,22 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--repeats",
         type=int,
-        default=1,
-        help="timed runs of ours and of the naive job per format, alternated after the first; compared by medians",
+        default=3,
+        help="timed runs of ours and of the naive job per format, in turn after the warm-ups; every pair, "
+        "best-of-N (the headline ratio) and medians reported",
+    )
+    parser.add_argument(
+        "--warm-up-cap",
+        type=int,
+        default=None,
+        help="most untimed warm-up runs per side before the timed pairs (default 5, at least 2); both sides get "
+        "the same number, stopping once each side's runs stop falling",
+    )
+    parser.add_argument(
+        "--steady-tolerance",
+        type=float,
+        default=None,
+        help="a warm-up run more than this fraction faster than the one before means still warming (default 0.05)",
     )
     parser.add_argument(
         "--skip", default="", help="steps to skip: pipeline,naive,tables,merge,history,bigfile,single,dag"
@@ -103,6 +117,13 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.merge_sizes = "100k" if args.quick else "1M,4M,16M"
     if args.big_file_gb is None:
         args.big_file_gb = 0.25 if args.quick else 2.0
+    if args.repeats < 1:
+        parser.error("--repeats must be at least 1")
+    from cdclake.bench.pairs import STEADY_TOLERANCE, WARM_UP_CAP
+
+    args.warm_up_cap = max(2, WARM_UP_CAP if args.warm_up_cap is None else args.warm_up_cap)
+    if args.steady_tolerance is None:
+        args.steady_tolerance = STEADY_TOLERANCE
     args.formats = [f.strip() for f in args.formats.split(",") if f.strip()]
     unknown = sorted(set(args.formats) - set(format_ids()))
     if unknown:
@@ -301,9 +322,7 @@ def run(args: argparse.Namespace, work: Path, results: dict[str, Any]) -> None:
                     _save_partial(results, work)
                     log(f"{fmt}: {_summary(run)}")
             if "naive" not in args.skip:
-                _naive(spark, gens, tables, expected, results, args, work)
-                if "pipeline" not in args.skip and args.repeats > 1:
-                    _repeats(spark, gens, tables, expected, results, args, work, sampler)
+                _naive(spark, gens, tables, expected, results, args, work, sampler)
             if "tables" not in args.skip:
                 from cdclake.bench.cost import many_tables
 
@@ -368,38 +387,81 @@ def _warm_up(spark, work: Path, sampler, args: argparse.Namespace, results: dict
     results["warm_up_s"] = time.perf_counter() - started
 
 
-def _warm_naive(spark, fmt: str, work: Path, tables: list) -> float:
-    """The naive job once, untimed, on a small stream of ``fmt``: our pipeline gets a warm-up batch before its timed
-    runs, and without one of its own the naive job's first timed run paid the JIT and class loading of its JSON
-    reading (1M GoldenGate JSON: 19.4 s, then 15.4 and 13.2 s in the runs after it)."""
-    from cdclake.bench.generate import generate
-    from cdclake.bench.naive import run_naive
-    from cdclake.bench.stages import namespace_of
+def _naive(
+    spark, gens, tables, expected, results: dict[str, Any], args: argparse.Namespace, work: Path, sampler
+) -> None:
+    """Ours against the naive job, per JSON format, in pairs (:mod:`cdclake.bench.pairs`).
 
-    gens, _ = generate([fmt], work / "warmup-naive", 2_000, seed=3, file_events=1_000)
-    started = time.perf_counter()
-    run_naive(spark, fmt, gens[fmt].files, tables, namespace_of(fmt, "naive_warmup"))
-    return time.perf_counter() - started
-
-
-def _naive(spark, gens, tables, expected, results: dict[str, Any], args: argparse.Namespace, work: Path) -> None:
+    Warm-ups first, untimed for the comparison, on the format's whole input: a pair at a time (ours, then the
+    naive job), the same number for each side, until each side's last run is no more than
+    ``--steady-tolerance`` faster than the one before, at least two and at most ``--warm-up-cap`` each. Ours'
+    first warm-up is the pipeline step's run (the throughput table's; a warm session already). Then
+    ``--repeats`` timed pairs in turn: ours, the naive job, ours ... each run of ours into tables of its own,
+    checked for wrong rows and dropped; the naive job overwrites its tables, compared after its last run.
+    Before the naive job's warm-ups on the whole input, it had one small warm-up of 2,000 changes, and its
+    timed runs kept falling (1M GoldenGate JSON: 20.7, 15.5, 13.5 s)."""
     from cdclake.bench.compare import canonical, compare_tables, diff
     from cdclake.bench.generate import PLAIN_KINDS
     from cdclake.bench.naive import NAIVE_FORMATS, run_naive
-    from cdclake.bench.stages import namespace_of, settle_disk
+    from cdclake.bench.pairs import pair_summary, pairs_text, still_falling, warm_until_steady
+    from cdclake.bench.stages import namespace_of, run_pipeline, settle_disk
 
+    model_tables = list(tables.values())
     for fmt in [f for f in args.formats if f in NAIVE_FORMATS]:
-        warm_up_s = _warm_naive(spark, fmt, work, list(tables.values()))
-        log(f"{fmt}: naive job (warmed up in {warm_up_s:.1f} s; after {settle_disk():.1f} s of write-back)")
-        names, seconds = run_naive(spark, fmt, gens[fmt].files, list(tables.values()), namespace_of(fmt, "naive"))
+        ours_first = results["formats"].get(fmt, {}).get("pipeline")
+        naive_namespace = namespace_of(fmt, "naive")
+
+        def naive_run(fmt=fmt, naive_namespace=naive_namespace) -> tuple[dict, float, float]:
+            settled = settle_disk()
+            names, seconds = run_naive(spark, fmt, gens[fmt].files, model_tables, naive_namespace)
+            return names, seconds, settled
+
+        def warm_pair(i: int, fmt=fmt, ours_first=ours_first, naive_run=naive_run) -> tuple[float | None, float]:
+            ours_s = None
+            if ours_first is not None and i == 0:
+                ours_s = ours_first["seconds"]["end_to_end"]  # the pipeline step's run
+            elif ours_first is not None:
+                namespace = namespace_of(fmt, f"benchwarm{i}")
+                run = run_pipeline(spark, gens[fmt], work / f"warm{i}", sampler, args.buckets, namespace=namespace)
+                _drop(spark, run["tables"].values())
+                ours_s = run["seconds"]["end_to_end"]
+            _, naive_s, settled = naive_run()
+            ours_text = "—" if ours_s is None else f"{ours_s:.1f}s" + (" (the pipeline step's run)" if i == 0 else "")
+            log(f"{fmt}: warm-up {i + 1}: ours {ours_text}, naive {naive_s:.1f}s (after {settled:.1f} s of write-back)")
+            return ours_s, naive_s
+
+        log(f"{fmt}: naive job against ours: warm-ups until steady (at most {args.warm_up_cap} each)")
+        warm = warm_until_steady(warm_pair, args.warm_up_cap, args.steady_tolerance)
+        ours_runs: list[float] = []
+        naive_runs: list[float] = []
+        wrong: list[int] = []
+        names: dict = {}
+        for i in range(1, args.repeats + 1):
+            if ours_first is not None:
+                namespace = namespace_of(fmt, f"bench{i}")
+                run = run_pipeline(spark, gens[fmt], work / f"repeat{i}", sampler, args.buckets, namespace=namespace)
+                ours_runs.append(run["seconds"]["end_to_end"])
+                wrong.append(compare_tables(spark, tables, expected, run["tables"])["wrong"])
+                _drop(spark, run["tables"].values())
+            names, seconds, settled = naive_run()
+            naive_runs.append(seconds)
+            ours_text = f"ours {ours_runs[-1]:.1f}s ({wrong[-1]} wrong rows), " if ours_runs else ""
+            log(f"{fmt}: timed run {i}: {ours_text}naive {seconds:.1f}s (after {settled:.1f} s of write-back)")
         kinds = PLAIN_KINDS[fmt]
-        entry: dict[str, Any] = {"seconds": seconds, "compared_kinds": sorted(kinds), "warm_up_s": warm_up_s}
-        entry["naive_vs_expected"] = compare_tables(spark, tables, expected, names, kinds)
-        ours = results["formats"].get(fmt, {}).get("pipeline")
-        if ours:
-            ours_names = {src.upper(): name for src, name in ours["tables"].items()}
+        summary = pair_summary(ours_runs, naive_runs)
+        entry: dict[str, Any] = {
+            "seconds": naive_runs[0],
+            "compared_kinds": sorted(kinds),
+            "warm_up_s": sum(warm["naive_s"]),
+            "warm_ups": warm,
+            "naive_runs_s": naive_runs,
+            "naive_timed_still_falling": still_falling(naive_runs, args.steady_tolerance),
+        }
+        entry["naive_vs_expected"] = compare_tables(spark, tables, expected, names, kinds)  # its last run's tables
+        if ours_first is not None:
+            ours_names = {src.upper(): name for src, name in ours_first["tables"].items()}
             entry["ours_vs_expected"] = compare_tables(spark, tables, expected, ours_names, kinds)
-            entry["ours_s"] = ours["seconds"]["end_to_end"]
+            entry |= {"ours_s": ours_runs[0], "ours_runs_s": ours_runs, "ours_runs_wrong": wrong}
             same = {"wrong": 0}
             for table_name, table in tables.items():
                 if table_name in names and table_name in ours_names:
@@ -409,33 +471,14 @@ def _naive(spark, gens, tables, expected, results: dict[str, Any], args: argpars
                     )
                     same["wrong"] += counts["wrong"]
             entry["rows_differing_ours_vs_naive"] = same["wrong"]
+        entry |= summary
         results.setdefault("naive", {})[fmt] = entry
-        log(f"{fmt}: naive {seconds:.1f}s, wrong rows {entry['naive_vs_expected']['wrong']}")
-
-
-def _repeats(spark, gens, tables, expected, results: dict[str, Any], args, work: Path, sampler) -> None:
-    """More timed runs of ours and of the naive job per format, one after the other (ours first), each into
-    tables of its own, dropped once checked: on a shared machine one run of each can differ by a tenth either
-    way, so the comparison takes the median of each side. Every run of ours is checked for wrong rows."""
-    from cdclake.bench.compare import compare_tables
-    from cdclake.bench.naive import NAIVE_FORMATS, run_naive
-    from cdclake.bench.stages import namespace_of, run_pipeline, settle_disk
-
-    for fmt in [f for f in args.formats if f in NAIVE_FORMATS and f in results.get("naive", {})]:
-        entry = results["naive"][fmt]
-        ours_runs, naive_runs, wrong = [entry["ours_s"]], [entry["seconds"]], [entry["ours_vs_expected"]["wrong"]]
-        for repeat in range(1, args.repeats):
-            namespace = namespace_of(fmt, f"bench{repeat}")
-            run = run_pipeline(spark, gens[fmt], work / f"repeat{repeat}", sampler, args.buckets, namespace=namespace)
-            ours_runs.append(run["seconds"]["end_to_end"])
-            wrong.append(compare_tables(spark, tables, expected, run["tables"])["wrong"])
-            _drop(spark, run["tables"].values())
-            log(f"{fmt}: naive job, run {repeat + 1} (after {settle_disk():.1f} s of write-back)")
-            _, seconds = run_naive(spark, fmt, gens[fmt].files, list(tables.values()), namespace_of(fmt, "naive"))
-            naive_runs.append(seconds)
-            log(f"{fmt}: run {repeat + 1}: ours {ours_runs[-1]:.1f}s ({wrong[-1]} wrong rows), naive {seconds:.1f}s")
-        entry |= {"ours_runs_s": ours_runs, "naive_runs_s": naive_runs, "ours_runs_wrong": wrong}
-        entry |= {"ours_median_s": statistics.median(ours_runs), "naive_median_s": statistics.median(naive_runs)}
+        _save_partial(results, work)
+        for line in pairs_text(fmt, summary, warm):
+            log(line)
+        if entry["naive_timed_still_falling"]:
+            log(f"{fmt}: the naive job's timed runs still fell run after run: not steady, read best-of with care")
+        log(f"{fmt}: naive wrong rows {entry['naive_vs_expected']['wrong']}")
 
 
 def _drop(spark, names) -> None:
