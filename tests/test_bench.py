@@ -426,4 +426,6 @@ def test_the_printed_table_and_the_report_give_warm_ups_every_pair_best_of_and_m
     assert "| 2 | 15.2 | 13.5 | 1.13 |" in text and "| best-of-3 | 14.8 | 13.5 | **1.10** |" in text
     assert "still fell" not in text
     falling = render(_render_base() | {"naive": {"goldengate-json": entry | {"naive_timed_still_falling": True}}})
-    assert "**the naive job's timed runs still fell run after run**" in falling
+    assert "**the naive job's timed runs still fell run after run**" in falling and "of ours still" not in falling
+    falling = render(_render_base() | {"naive": {"goldengate-json": entry | {"ours_timed_still_falling": True}}})
+    assert "**the timed runs of ours still fell run after run**" in falling and "naive job's timed" not in falling

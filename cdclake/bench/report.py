@@ -307,10 +307,11 @@ def _naive_section(naive: dict[str, dict[str, Any]]) -> list[str]:
         details += ["", f"{fmt}:", ""]
         warm = entry.get("warm_ups")
         if warm:
+            first = "; the first is the pipeline step's run" if warm["ours_s"] else ""
             details.append(
                 f"- warm-ups (untimed), until each side's last run is at most {warm['tolerance'] * 100:.0f}% faster "
                 f"than the one before, at most {warm['cap']}: ours {len(warm['ours_s'])} "
-                f"({_seconds(warm['ours_s'])}; the first is the pipeline step's run), the naive job "
+                f"({_seconds(warm['ours_s'])}{first}), the naive job "
                 f"{len(warm['naive_s'])} ({_seconds(warm['naive_s'])}); stopped falling: ours "
                 f"{_steady(warm['ours_steady'])}, the naive job {_steady(warm['naive_steady'])}"
             )
@@ -321,7 +322,12 @@ def _naive_section(naive: dict[str, dict[str, Any]]) -> list[str]:
         if entry.get("naive_timed_still_falling"):
             details.append(
                 "- **the naive job's timed runs still fell run after run**: not steady, so even the best-of "
-                "ratio may flatter ours; rerun with a higher `--warm-up-cap`"
+                "ratio may flatter ours; rerun with a higher `--warm-up-cap` on a quieter machine"
+            )
+        if entry.get("ours_timed_still_falling"):
+            details.append(
+                "- **the timed runs of ours still fell run after run**: not steady, so the ratios may flatter the "
+                "naive job; rerun with a higher `--warm-up-cap` on a quieter machine"
             )
         runs_wrong = entry.get("ours_runs_wrong")
         details += [
