@@ -10,7 +10,7 @@ STAMP := $(VENV)/.cdclake-installed
 JARS_STAMP := .jars/.fetched
 JVM_ARCHIVE := .jars/spark-driver.jsa
 
-.PHONY: setup demo test stack-test lint bench bench-monitoring clean check-java test-deps
+.PHONY: setup demo test fuzz stack-test lint bench bench-monitoring clean check-java test-deps
 
 NATIVE_STAMP := $(VENV)/.cdclake-native
 
@@ -64,6 +64,14 @@ demo: setup
 
 test: setup test-deps
 	$(PY) -m pytest -q
+
+# the differential fuzz tests (tests marked `fuzz`) with the long profile: fresh seed (printed; CDCLAKE_FUZZ_SEED
+# repeats a run), at least 1,000 examples per law and per format (CDCLAKE_FUZZ_EXAMPLES raises it), failures
+# printed shrunk with their reproduce blob (tests/fuzzing.py)
+fuzz: setup
+	@seed=$${CDCLAKE_FUZZ_SEED:-$$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}; \
+	echo "make fuzz: hypothesis seed $$seed (CDCLAKE_FUZZ_SEED=$$seed make fuzz repeats this run)"; \
+	CDCLAKE_HYPOTHESIS=fuzz $(PY) -m pytest -q -m fuzz --hypothesis-seed=$$seed --hypothesis-show-statistics $(FUZZ_ARGS)
 
 # PostgreSQL, S3 (moto), Spark master + worker, Airflow api-server + scheduler + dag-processor as local
 # processes from docker-compose.yaml's settings; screenshot and service logs in var/stack-test/

@@ -158,13 +158,24 @@ def cast(value: Any, type_name: str) -> Any:
             return _to_timestamp(value)
         if type_name == DATE:
             return _to_date(value)
-        if type_name == BINARY:  # binary values travel as base64 text (events.to_json)
-            return base64.b64decode(value, validate=True) if isinstance(value, str) else bytes(value)
+        if type_name == BINARY:
+            return _to_binary(value)
     except CastError:
         pass
     except (ValueError, TypeError, InvalidOperation, OverflowError, binascii.Error):
         pass
     raise CastError(f"value {to_json(value)[:80]} is not a valid {type_name}")
+
+
+def _to_binary(value: Any) -> bytes:
+    """Binary values travel as base64 text (``events.to_json``; each decoder reads its format's own encoding into
+    it): nothing else is one. A number or a list is refused here, never turned into bytes (``bytes(n)`` would
+    allocate as many bytes as the input says)."""
+    if isinstance(value, bytes):
+        return value
+    if not isinstance(value, str):
+        raise CastError("not base64 text")
+    return base64.b64decode(value, validate=True)
 
 
 def _to_long(value: Any) -> int:

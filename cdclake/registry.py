@@ -10,8 +10,9 @@ ones (schemas announced in a previous file) can keep that state.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from cdclake.events import ChangeEvent, Rejected
 from cdclake.options import OptionError, Options
@@ -29,6 +30,9 @@ class Decoder:
     #: metadata message announced before): the decode job then feeds all files of a batch, in
     #: order, to one decoder instance instead of spreading them over workers.
     stateful: ClassVar[bool] = False
+    #: Attributes that records change as they are read (e.g. the layouts a metadata change is announced against):
+    #: what :meth:`checkpoint` saves and :meth:`rollback` puts back.
+    record_state: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, options: Options) -> None:
         options.check_known(self.option_names, self.format_id)
@@ -46,6 +50,16 @@ class Decoder:
         first byte of ``data``), exactly the rows :meth:`decode` and the task's builder give for them.
         By default every record comes from :meth:`decode`."""
         return self.decode(data, file)
+
+    def checkpoint(self) -> dict[str, Any]:
+        """A copy of :attr:`record_state`, for :meth:`rollback`: a fast path that gives up halfway through a span
+        hands the span to :meth:`decode` with the decoder as the span found it."""
+        return {name: copy.deepcopy(getattr(self, name)) for name in self.record_state if hasattr(self, name)}
+
+    def rollback(self, saved: dict[str, Any]) -> None:
+        """Put back what :meth:`checkpoint` saved."""
+        for name, value in saved.items():
+            setattr(self, name, value)
 
     def export_state(self) -> str | None:
         """What a stateful decoder learnt (e.g. schemas announced) as JSON text, for the next batch."""

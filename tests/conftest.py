@@ -16,6 +16,8 @@ FIXTURES = Path(__file__).parent / "fixtures"
 # keeps failing ones in .hypothesis/, to look for what the fixed draw misses.
 settings.register_profile("fixed", derandomize=True, database=None)
 settings.register_profile("explore", derandomize=False)
+# make fuzz (tests/fuzzing.py): fresh random draws, failures printed with their reproduce blob, no deadline
+settings.register_profile("fuzz", derandomize=False, deadline=None, print_blob=True, database=None)
 settings.load_profile(os.environ.get("CDCLAKE_HYPOTHESIS", "fixed"))
 
 

@@ -5,6 +5,7 @@ column of their JSON texts, and which of those texts the builder would spell oth
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Iterator
 from decimal import Decimal
 from typing import Any, NamedTuple
@@ -25,6 +26,8 @@ from cdclake.formats._connect_decimals import with_connect_decimals
 from cdclake.formats._json import _unique_object
 from cdclake.formats._json_shapes import JsonShapes, json_shapes
 from cdclake.limits import MAX_JSON_DEPTH, MAX_RECORD_BYTES
+
+LOG = logging.getLogger(__name__)
 
 #: A span is cut at the first record start after this many bytes (bounds the memory of one span's records).
 SPAN_BYTES = 4 << 20
@@ -163,20 +166,48 @@ def read_spans(
     file: str,
 ) -> Iterator[Any]:
     """A format's ``decode_columns``: each span of ``data`` as the columnar path reads it, until a span it
-    does not (``decode_span`` gives None); from there, what the reference ``decode`` finds reading the
-    whole ``data`` again, as without the columnar path (its reasons count lines from the first byte of
-    ``data``; the spans before held only records that leave the decoder's state as either path does).
-    ``decode_span`` may read less than its span (``(batch, bytes read)``): the next span starts there."""
+    does not (``decode_span`` gives None, or raises: :func:`guarded_span`); from there, what the reference
+    ``decode`` finds reading the whole ``data`` again, as without the columnar path (its reasons count lines from
+    the first byte of ``data``; the spans before held only records that leave the decoder's state as either path
+    does). ``decode_span`` may read less than its span (``(batch, bytes read)``): the next span starts there."""
     start, size = 0, len(data)
     while start < size:
         end = span_end(data, start)
-        read = decode_span(data[start:end], file, start)
+        read = guarded_span(decode, decode_span, data[start:end], file, start)
         if read is None:
             yield from (item for item in decode(data, file) if item.source.offset >= start)
             return
         batch, used = read if isinstance(read, tuple) else (read, end - start)
         yield batch
         start += used
+
+
+def guarded_span(
+    decode: Callable[[bytes, str], Iterator[Any]],
+    decode_span: Callable[[bytes, str, int], pa.RecordBatch | tuple[pa.RecordBatch, int] | None],
+    span: bytes,
+    file: str,
+    offset: int,
+) -> pa.RecordBatch | tuple[pa.RecordBatch, int] | None:
+    """``decode_span``'s read of ``span``, or None where it raises: whatever the fast path cannot decide is the
+    reference's (``decode``'s decoder) to decide, record by record, and never fails the batch. The decoder's
+    record state is put back as the span found it (``Decoder.checkpoint``), so the reference announces what it
+    would have; the fault is logged (it is a gap in the fast path, worth a look), with the file and offset."""
+    decoder = decode.__self__  # type: ignore[attr-defined]
+    saved = decoder.checkpoint()
+    try:
+        return decode_span(span, file, offset)
+    except Exception as exc:  # any fault of the fast path: the reference reads from this span on
+        decoder.rollback(saved)
+        LOG.warning(
+            "%s: the columnar path gave up at byte %d (%s: %s); the reference decoder reads from there",
+            file,
+            offset,
+            type(exc).__name__,
+            str(exc)[:200],
+            exc_info=True,
+        )
+        return None
 
 
 # How a column's values are judged by :func:`image_array`: kept as their JSON text when the reference keeps the
@@ -635,7 +666,7 @@ class EnvelopeReader:
             records = reader.decode_lines(text)
             if not records or _WRITE.encode_lines(records) != text:
                 return None
-        except (msgspec.DecodeError, msgspec.ValidationError, msgspec.EncodeError, UnicodeEncodeError, KeyError):
+        except (msgspec.DecodeError, msgspec.ValidationError, msgspec.EncodeError, UnicodeError, KeyError):
             return None
         return records
 

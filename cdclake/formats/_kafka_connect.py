@@ -112,8 +112,16 @@ def _struct_fields(schema: Any) -> dict[str, dict[str, Any]] | None:
     out: dict[str, dict[str, Any]] = {}
     for spec in fields:
         if isinstance(spec, dict) and isinstance(spec.get("field"), str):
-            out[spec["field"]] = spec
+            out[spec["field"]] = field_schema(spec)
     return out
+
+
+def field_schema(spec: dict[str, Any]) -> dict[str, Any]:
+    """A field schema whose ``type`` or ``name`` is not text (an object, a list, a number) without it: a type no
+    rule names is an unknown type, whose values are kept as parsed (:func:`_convert`), in every path alike."""
+    if all(isinstance(spec.get(member), (str, type(None))) for member in ("type", "name")):
+        return spec
+    return {k: v for k, v in spec.items() if k not in ("type", "name") or isinstance(v, str)}
 
 
 def _params(schema: dict[str, Any]) -> dict[str, Any]:

@@ -318,7 +318,11 @@ def _schema_fields(schema: Any) -> dict[str, dict[str, dict[str, Any]]]:
             columns = member.get("fields")
             if not isinstance(columns, list):
                 raise RecordError(f"schema of {member['field']} has no fields list")
-            specs = {c["field"]: c for c in columns if isinstance(c, dict) and isinstance(c.get("field"), str)}
+            specs = {
+                c["field"]: kc.field_schema(c)
+                for c in columns
+                if isinstance(c, dict) and isinstance(c.get("field"), str)
+            }
             result[member["field"]] = specs
     return result
 

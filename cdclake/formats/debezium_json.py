@@ -81,6 +81,7 @@ class DebeziumJsonDecoder(Decoder):
     """Decoder of Debezium JSON envelopes and payloads (see the module docstring)."""
 
     option_names = frozenset({"hbase", "unavailableValuePlaceholder"})
+    record_state = ("_layouts",)
 
     def __init__(self, options: Options) -> None:
         super().__init__(options)

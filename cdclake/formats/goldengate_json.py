@@ -78,6 +78,7 @@ class GoldenGateJsonDecoder(Decoder):
         | {name for name, _, _ in OP_OPTIONS}
         | set(_WRITER_BOOL_OPTIONS)
     )
+    record_state = ("_layouts",)
 
     def __init__(self, options: Options) -> None:
         super().__init__(options)

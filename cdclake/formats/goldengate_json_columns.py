@@ -107,7 +107,7 @@ def decode_span(decoder: GoldenGateJsonDecoder, span: bytes, file: str, offset: 
     text = span if span.endswith(b"\n") else span + b"\n"
     try:
         names = tuple(_NAMES.decode(text[: text.index(b"\n")]))
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):  # e.g. a name not valid UTF-8
         return None
     return split_first(lambda split: _read_records(decoder, text, names, split, file, offset))
 
@@ -123,7 +123,7 @@ def _read_records(
         if reader is None:
             return None
         records = reader.decode_lines(text)
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):  # e.g. a name not valid UTF-8
         return None
     try:
         # with raw images their texts are written back as read: the splitter checks them (compact objects)
