@@ -54,6 +54,20 @@ def lines(messages: list[dict]) -> bytes:
     return "".join(to_json(m) + "\n" for m in messages).encode()
 
 
+def corrupt_datahub() -> bytes:
+    """Two inserts the decoder must quarantine: a member name that is not UTF-8, a BYTES column holding a number."""
+    insert = lines([datahub("INSERT", 5, after={"id": 3, "city": "Pisa"})])
+    bytes_typed = insert.replace(b'{"name":"city","type":"STRING"}', b'{"name":"city","type":"BYTES"}')
+    assert bytes_typed != insert
+    return insert.replace(b'"city":"Pisa"', b'"ci\xffty":"Pisa"') + bytes_typed.replace(b'"Pisa"', b"12345")
+
+
+def corrupt_debezium() -> bytes:
+    """Two inserts the decoder must quarantine: invalid UTF-8 in a member name and in a value."""
+    insert = lines([debezium("c", 13, after={"id": 3, "name": "washer", "qty": 1})])
+    return insert.replace(b'"name":', b'"na\xffme":') + insert.replace(b'"washer"', b'"wash\xc3er"')
+
+
 @pytest.fixture(scope="module")
 def stack(s3_server, tmp_path_factory):
     home = tmp_path_factory.mktemp("cdclake-s3-home")
@@ -72,7 +86,7 @@ def stack(s3_server, tmp_path_factory):
                 "options": {"table": "inv.products"},
                 "keys": {"inv.products": ["id"]},
                 "schedule": "@daily",
-                "max_quarantined": 0,
+                "max_quarantined": 2,  # its two corrupt records (more would fail the run)
             },
         }
     }
@@ -114,7 +128,9 @@ def test_three_formats_from_s3_then_retry_and_backfill_change_nothing(stack):
     home, env, log, s3 = stack
     gg = [samples.encode_messages(batch) for batch in samples.history()]
     s3.put_object(Bucket=BUCKET, Key="gg/gg_0001.json", Body=gg[0])
-    s3.put_object(Bucket=BUCKET, Key="gg/gg_0002.json", Body=gg[1])
+    first = gg[1].split(b"\n", 1)[0]  # corrupt copies (issue 56): quarantined, the rest applied
+    corrupt = [first.replace(b'"CUST_CODE"', b'"CUST\xff_CODE"', 1), first.replace(b'"DAVE"', b'"DA\xe2\x82VE"', 1)]
+    s3.put_object(Bucket=BUCKET, Key="gg/gg_0002.json", Body=gg[1] + b"\n".join(corrupt) + b"\n")
     s3.put_object(
         Bucket=BUCKET,
         Key="datahub/crm-0001.json",
@@ -125,7 +141,8 @@ def test_three_formats_from_s3_then_retry_and_backfill_change_nothing(stack):
                 datahub("UPDATE", 3, before={"id": 1, "city": "Oslo"}, after={"id": 1, "city": "Bergen"}),
                 datahub("DELETE", 4, before={"id": 2, "city": "Rome"}),
             ]
-        ),
+        )
+        + corrupt_datahub(),
     )
     s3.put_object(
         Bucket=BUCKET,
@@ -138,7 +155,8 @@ def test_three_formats_from_s3_then_retry_and_backfill_change_nothing(stack):
                     "u", 12, before={"id": 1, "name": "bolt", "qty": 5}, after={"id": 1, "name": "bolt", "qty": 4}
                 ),
             ]
-        ),
+        )
+        + corrupt_debezium(),
     )
     s3.put_object(Bucket=BUCKET, Key="debezium/../escape.json", Body=b"{}")  # refused, never staged
     time.sleep(1.1)
@@ -163,8 +181,12 @@ def test_three_formats_from_s3_then_retry_and_backfill_change_nothing(stack):
         "s3_dh": ["crm-0001.json"],
         "s3_dbz": ["products-0001.json"],
     }
-    reports = [json.loads(p.read_text()) for p in (home / "staging").glob("*/*/reports/batch.json")]
-    assert len(reports) == 3 and all(r["balanced"] and r["quarantined"] == 0 for r in reports)
+    reports = {p.parts[-4]: json.loads(p.read_text()) for p in (home / "staging").glob("*/*/reports/batch.json")}
+    assert {source: (r["balanced"], r["quarantined"]) for source, r in reports.items()} == {
+        "s3_gg": (True, 2),
+        "s3_dh": (True, 2),
+        "s3_dbz": (True, 2),
+    }
     manifest = json.loads(next((home / "staging" / "s3_dbz").glob("*/manifest.json")).read_text())
     assert [r["key"] for r in manifest["rejected"]] == ["debezium/../escape.json"]
 
