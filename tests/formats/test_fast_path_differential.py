@@ -16,6 +16,7 @@ import functools
 import json
 import logging
 import re
+import sys
 import tempfile
 import traceback
 from collections.abc import Iterator
@@ -220,6 +221,8 @@ def hostile(data: bytes, edits: list[tuple[str, int, int, int, int]], whole: dic
 #: Span sizes drawn: the decode task's, and small ones (a few records each) to cross the fallback's boundary.
 SPANS = (json_columns.SPAN_BYTES, 600, 600, 2500, 2500)
 QUIET = {"crlf": False, "bom": False, "replay": False, "cut": None}
+#: The rest of a fixed example: what a fuzz run found, or the issue reported, kept in every run.
+FOUND = {"whole": QUIET, "span": 600, "real": False, "native": True}
 
 
 @pytest.mark.parametrize("format_id", FAST_FORMATS)
@@ -229,20 +232,20 @@ QUIET = {"crlf": False, "bom": False, "replay": False, "cut": None}
     whole=file_changes,
     span=st.sampled_from(SPANS),
     real=rarely,
+    native=st.booleans(),
 )
-@example(edits=[("bad_utf8_name", 5, 0, 0, 0)], whole=QUIET, span=600, real=False)  # the issue's byte: fast path raised
-@example(edits=[("bad_utf8_value", 9, 1, 0, 0), ("bad_utf8_name", 20, 3, 2, 0)], whole=QUIET, span=600, real=False)
-@example(
-    edits=[("schema_type", 3, 0, 0, 0)], whole=QUIET, span=600, real=False
-)  # {"a":1} as a field's type: fast path raised
-@example(edits=[("schema_type", 3, 0, 1, 0)], whole=QUIET, span=600, real=False)
-@example(edits=[("wrong_type", 7, 4, 6, 0)], whole=QUIET, span=600, real=False)  # a 13-digit integer where text is due
-@example(edits=[("duplicate_name", 2, 5, 0, 0), ("blank_name", 4, 2, 0, 0)], whole=QUIET, span=600, real=False)
+@example(edits=[("bad_utf8_name", 5, 0, 0, 0)], **FOUND)  # the issue's byte: the fast path raised
+@example(edits=[("bad_utf8_value", 9, 1, 0, 0), ("bad_utf8_name", 20, 3, 2, 0)], **FOUND)
+@example(edits=[("schema_type", 3, 0, 0, 0)], **FOUND)  # {"a":1} as a field's type: both paths raised
+@example(edits=[("schema_type", 0, 2, 0, 0)], **FOUND)  # the same in the envelope's image struct
+@example(edits=[("schema_type", 3, 0, 1, 0)], **FOUND)
+@example(edits=[("wrong_type", 7, 4, 6, 0)], **FOUND)  # a 13-digit integer where text is due
+@example(edits=[("duplicate_name", 2, 5, 0, 0), ("blank_name", 4, 2, 0, 0)], **FOUND)
 def test_fast_path_matches_reference_on_hostile_files(
-    format_id: str, edits: list, whole: dict, span: int, real: bool
+    format_id: str, edits: list, whole: dict, span: int, real: bool, native: bool
 ) -> None:
     start = base(format_id, real)
-    with _gave_up() as faults, _spans_of(span):
+    with _gave_up() as faults, _spans_of(span), _native_helpers(native):
         spans = columns_check.assert_same_files(format_id, hostile(start.data, edits, whole), start.options)
     event(f"{format_id}: spans read by the fast path: {min(spans, 3)}{'+' if spans >= 3 else ''}")
     # the net (``_json_columns.guarded_span``) keeps a batch going; a fast path that raises is still a gap in it
@@ -258,6 +261,29 @@ def _spans_of(size: int) -> Iterator[None]:
         yield
     finally:
         json_columns.SPAN_BYTES = kept
+
+
+#: Where the decode fast paths hold the compiled helpers (``cdclake._native``): None there runs their Python path.
+NATIVE_SLOTS = (
+    ("cdclake.formats._json_columns", ("_NATIVE", "_TEXT_FORMS", "_VALUE_TEXTS")),
+    ("cdclake.formats._connect_decimals", ("_VALUE_TEXTS",)),
+    ("cdclake.formats._json_shapes", ("_TEXT_FORMS",)),
+    ("cdclake.arrow_text", ("_TEXT_FORMS", "_VALUE_TEXTS")),
+)
+
+
+@contextlib.contextmanager
+def _native_helpers(on: bool) -> Iterator[None]:
+    """The C helpers as built (``on``), or their Python paths: both are held to the reference."""
+    saved = [(sys.modules[m], name, getattr(sys.modules[m], name)) for m, names in NATIVE_SLOTS for name in names]
+    if not on:
+        for module, name, _ in saved:
+            setattr(module, name, None)
+    try:
+        yield
+    finally:
+        for module, name, value in saved:
+            setattr(module, name, value)
 
 
 class _Faults(logging.Handler):
