@@ -33,6 +33,10 @@ class Decoder:
     #: Attributes that records change as they are read (e.g. the layouts a metadata change is announced against):
     #: what :meth:`checkpoint` saves and :meth:`rollback` puts back.
     record_state: ClassVar[tuple[str, ...]] = ()
+    #: True when each record decodes alone (no pairs or key records joined across records; what records leave
+    #: behind is :attr:`record_state`): a columnar path may then hand a span it does not read to :meth:`decode`
+    #: alone and go on after it (``formats._json_columns.reference_window``).
+    independent_records: ClassVar[bool] = False
 
     def __init__(self, options: Options) -> None:
         options.check_known(self.option_names, self.format_id)
@@ -60,6 +64,10 @@ class Decoder:
         """Put back what :meth:`checkpoint` saved."""
         for name, value in saved.items():
             setattr(self, name, value)
+
+    def between_records(self) -> bool:
+        """False while the last record read waits for the next one (e.g. a Kafka key record for its value)."""
+        return True
 
     def export_state(self) -> str | None:
         """What a stateful decoder learnt (e.g. schemas announced) as JSON text, for the next batch."""

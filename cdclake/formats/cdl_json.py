@@ -102,6 +102,7 @@ class CdlJsonDecoder(Decoder):
     """Decoder of Huawei CDL JSON 1.0 messages (see the module docstring)."""
 
     option_names = frozenset({"heartbeatTable"})
+    independent_records = True
 
     def __init__(self, options: Options) -> None:
         super().__init__(options)

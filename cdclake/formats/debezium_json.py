@@ -81,7 +81,8 @@ class DebeziumJsonDecoder(Decoder):
     """Decoder of Debezium JSON envelopes and payloads (see the module docstring)."""
 
     option_names = frozenset({"hbase", "unavailableValuePlaceholder"})
-    record_state = ("_layouts",)
+    record_state = ("_layouts", "skipped_tombstones", "skipped_key_records", "skipped_heartbeats")
+    independent_records = True  # but a key record waits for its value record: ``between_records``
 
     def __init__(self, options: Options) -> None:
         super().__init__(options)
@@ -131,6 +132,9 @@ class DebeziumJsonDecoder(Decoder):
 
         self._pending_keys = None
         yield from read_spans(self.decode, functools.partial(decode_span, self), data, file)
+
+    def between_records(self) -> bool:
+        return self._pending_keys is None
 
     def decode(self, data: bytes, file: str) -> Iterator[ChangeEvent | Rejected]:
         """Events and rejected records of one landing file (already gunzipped), in file order."""

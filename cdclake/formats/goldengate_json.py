@@ -79,6 +79,7 @@ class GoldenGateJsonDecoder(Decoder):
         | set(_WRITER_BOOL_OPTIONS)
     )
     record_state = ("_layouts",)
+    independent_records = True
 
     def __init__(self, options: Options) -> None:
         super().__init__(options)

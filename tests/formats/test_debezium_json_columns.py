@@ -20,7 +20,10 @@ from hypothesis import strategies as st
 
 import cdclake.formats._json_columns as json_columns
 from cdclake.bench.generate import generate
+from cdclake.events import Rejected
 from cdclake.formats._json_columns import spans
+from cdclake.options import Options
+from cdclake.registry import get_decoder
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "debezium_json"
 PLACEHOLDER = "__debezium_unavailable_value"
@@ -28,6 +31,13 @@ PLACEHOLDER = "__debezium_unavailable_value"
 
 def assert_same_files(data: bytes, options: dict[str, str] | None = None) -> int:
     return columns_check.assert_same_files("debezium-json", data, options)
+
+
+def fast_after(data: bytes) -> int:
+    """Spans the fast path reads after the odd record's: its two records' when the reference reads the odd span
+    alone (it rejects nothing there), none when it reads on to the end (``_json_columns.reference_window``)."""
+    decoder = get_decoder("debezium-json", Options({}))
+    return 0 if any(isinstance(item, Rejected) for item in decoder.decode(data, "x")) else 2
 
 
 _DECIMAL = {
@@ -205,12 +215,16 @@ def test_typed_values_are_read_as_columns():
         pytest.param(_record(3)[:40], id="cut short"),
     ],
 )
-def test_from_the_first_span_outside_the_shape_the_reference_reads_the_rest(odd: str):
+def test_a_span_outside_the_shape_is_the_reference_s(odd: str):
     lines = [_record(1), _record(2), odd, _record(4), _record(5)]
     data = "\n".join(lines).encode()
     with mock.patch.object(json_columns, "SPAN_BYTES", 10):  # a span per record
         read = assert_same_files(data)
-    assert read == (2 if odd.startswith("{") else 1)
+    # the spans after the odd one are the fast path's where the reference read the odd span alone; how many
+    # depends on where spans are cut after it (a tombstone line is no cut), and a key record waits for its value
+    # record, so the reference reads on to the end there
+    first = 2 if odd.startswith("{") else 1
+    assert read == first if fast_after(data) == 0 else read >= first
 
 
 @pytest.mark.parametrize("span_bytes", [10, 1 << 20])

@@ -319,3 +319,25 @@ def test_base_files_take_the_fast_path(format_id: str) -> None:
     """The undamaged base is read by the fast path (so the fuzz compares two paths, not the reference twice)."""
     start = base(format_id)
     assert columns_check.assert_same_files(format_id, start.data, start.options) >= 1
+
+
+@pytest.mark.parametrize("format_id", ["goldengate-json", "debezium-json", "cdl-json"])
+def test_a_span_the_fast_path_refuses_is_the_reference_s_alone(format_id: str) -> None:
+    """A valid record the fast path does not read (an escaped member name) costs its span, not the rest of the file:
+    the reference reads that span alone (``_json_columns.reference_window``) and the fast path goes on after it."""
+    start = base(format_id)
+    with _spans_of(2500):
+        clean = columns_check.assert_same_files(format_id, start.data, start.options)
+        escaped = start.data.replace(b'"STATUS":"', b'"\\u0053TATUS":"', 1)
+        assert escaped != start.data
+        assert columns_check.assert_same_files(format_id, escaped, start.options) == clean - 1
+
+
+def test_a_span_with_a_rejected_record_hands_the_rest_of_the_file_to_the_reference() -> None:
+    """A record the reference rejects may be judged by what follows it (a record cut short swallows the next),
+    so its span's window cannot stand for the whole read: the reference reads on to the end of the file."""
+    start = base("goldengate-json")
+    lines = start.data.split(b"\n")
+    lines[3] = lines[3][: len(lines[3]) // 2]
+    with _spans_of(2500):
+        assert columns_check.assert_same_files("goldengate-json", b"\n".join(lines), start.options) <= 1
