@@ -181,11 +181,15 @@ def read_spans(
             start += used
             continue
         window = reference_window(decode, data, file, start, end)
-        if window is None:
+        if window is not None:
+            yield from window
+            start = end
+            continue
+        if decode.__self__.independent_records:  # type: ignore[attr-defined]  # what is before cannot matter
+            yield from reference_from(decode, data, file, start, size)
+        else:
             yield from (item for item in decode(data, file) if item.source.offset >= start)
-            return
-        yield from window
-        start = end
+        return
 
 
 def reference_window(
@@ -206,15 +210,25 @@ def reference_window(
     if not decoder.independent_records:
         return None
     saved = decoder.checkpoint()
-    lines = data.count(b"\n", 0, start)
-    items = list(decode(b"\n" * lines + data[start:end], file))
+    items = list(reference_from(decode, data, file, start, end))
     if any(type(item) is Rejected for item in items) or not decoder.between_records():
         decoder.rollback(saved)
         return None
-    shift = start - lines
-    for item in items:
-        item.source = Source(item.source.file, item.source.offset + shift)
     return items
+
+
+def reference_from(
+    decode: Callable[[bytes, str], Iterator[Any]], data: bytes, file: str, start: int, end: int
+) -> Iterator[Any]:
+    """The reference's items of the records of ``data[start:end]`` (``start``: a line's first byte) read alone:
+    given one blank line for each line before ``start`` (so that the line numbers in reasons count from the
+    file's first line), their offsets moved back by the difference. Only for a decoder whose records are
+    independent (``Decoder.independent_records``): for one whose records join, what comes before matters."""
+    lines = data.count(b"\n", 0, start)
+    shift = start - lines
+    for item in decode(b"\n" * lines + data[start:end], file):
+        item.source = Source(item.source.file, item.source.offset + shift)
+        yield item
 
 
 def guarded_span(
