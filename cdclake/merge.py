@@ -233,6 +233,13 @@ def components(events: list[PreparedEvent]) -> list[list[PreparedEvent]]:
     return list(groups.values())
 
 
+def position(item: LoggedEvent) -> tuple[str, str, int, str, str]:
+    """Where a logged event applies: its order (seq, file, offset), then its batch and op. Copies of one event
+    in several batches (a replay) tie on the order: the batch breaks the tie, never the order the log was read
+    in (DESIGN.md section 4), so a row's ``_cdc_batch`` is the same on every fold (the fast folds sort alike)."""
+    return (*item.event.order, item.batch, item.event.op)
+
+
 def refold(
     logged: list[LoggedEvent],
     columns: list[str],
@@ -259,7 +266,7 @@ def refold(
         unique.setdefault((item.batch, *item.event.source, item.event.seq, item.event.op), item)
     by_event = {id(item.event): item for item in unique.values()}
     for group in components([item.event for item in unique.values()]):
-        group.sort(key=lambda e: e.order)
+        group.sort(key=lambda e: position(by_event[id(e)]))
         group_keys = {e.key for e in group} | {e.old_key for e in group if e.old_key is not None}
         keys_seen |= group_keys
         newest_other: dict[str, tuple] = {}
@@ -305,7 +312,8 @@ def history(
     out: dict[str, list[dict[str, Any]]] = {}
     for group in components([item.event for item in unique.values()]):
         # a truncate at seq T sorts before events at T: (T, "", -1) < (T, file, offset)
-        timeline = [(e.order, "E", e) for e in group] + [((seq, "", -1), "T", ts) for seq, ts in truncates]
+        timeline = [(position(LoggedEvent(e, batch_of[id(e)])), "E", e) for e in group]
+        timeline += [((seq, "", -1, "", ""), "T", ts) for seq, ts in truncates]
         state: dict[str, dict[str, Any]] = {}
         open_version: dict[str, dict[str, Any]] = {}
         for _order, kind, item in sorted(timeline, key=lambda x: x[0]):

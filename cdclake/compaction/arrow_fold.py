@@ -27,7 +27,9 @@ from cdclake.compaction.lake_tables import META_NAMES, table_schema
 from cdclake.compaction.native_fold import RESET_OPS
 from cdclake.schema_evolution import ColumnMap
 
-_ORDER = ("_key", "_seq", "source_file", "source_offset", "_cdc_batch")
+#: A key's events in the reference's order (seq, file, offset), ties by batch; then op, so that every copy of a
+#: logged event (one identity: batch, file, offset, seq, op) sits next to the others, whatever the log's order.
+_ORDER = ("_key", "_seq", "source_file", "source_offset", "_cdc_batch", "op")
 
 
 def _np(array) -> np.ndarray:
@@ -164,6 +166,13 @@ class _Image:
         return pa.concat_arrays(pieces).take(pa.array(back, pa.int64()))
 
 
+def _first_copies(new_order: np.ndarray, ev: pa.Table, op: pa.Array) -> np.ndarray:
+    """Per sorted event (sorted by :data:`_ORDER`): whether it is the first row of its identity in its key, the
+    identity ``merge.refold`` counts an event by (batch, file, offset, seq, op); ``new_order`` says where
+    (key, seq, file, offset) changes."""
+    return new_order | _differs(ev["_cdc_batch"].combine_chunks()) | _differs(op)
+
+
 #: The change-log columns the fold reads besides the images.
 SCALARS = ["_key", "seq", "source_file", "source_offset", "_cdc_batch", "op", "event_ts", "_cdc_bucket"]
 
@@ -189,7 +198,7 @@ def fold_arrow(
     n = scalars.num_rows
     if n:
         seq = pc.fill_null(scalars["seq"], "")
-        table = scalars.select(["_key", "source_file", "source_offset", "_cdc_batch"]).append_column("_seq", seq)
+        table = scalars.select(["_key", "source_file", "source_offset", "_cdc_batch", "op"]).append_column("_seq", seq)
         order = pc.sort_indices(table, sort_keys=[(c, "ascending", "at_start") for c in _ORDER])
         ev = scalars.append_column("_seq", seq).take(order).combine_chunks()
     else:
@@ -217,8 +226,11 @@ def fold_arrow(
     after_reset = (reset < 0) | (pos > reset)
     in_window = live & (after_reset | ((pos == reset) & ~is_delete))
     current = (newest_other < 0) | (o3 >= newest_other)
-    applied = int(np.count_nonzero(mine & live & current))
-    stale = int(np.count_nonzero(mine & ~(live & current)))
+    # an event logged twice (a batch re-run after snapshot expiry appends its rows again) counts once, as the
+    # reference counts it (``merge.refold``); both copies still fold, to the same row
+    counted = mine & _first_copies(new_order, ev, op)
+    applied = int(np.count_nonzero(counted & live & current))
+    stale = int(np.count_nonzero(counted & ~(live & current)))
 
     last_g = _run_ends(live, gid, groups)
     gone = (last_g < 0) | is_delete[np.maximum(last_g, 0)] if n else np.zeros(0, dtype=bool)

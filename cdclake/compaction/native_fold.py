@@ -18,7 +18,10 @@ The values stay JSON text through the fold (choosing a value needs no type); onl
 are cast, in one Python pass over the output rows with the same ``cast`` as everywhere else, so a
 value is typed exactly as the reference model types it. Applied / stale counts follow
 :func:`refold`: an event of this batch is stale when it is below the watermark or older than an
-event of another batch for its key. ``tests/compaction/test_native_fold.py`` holds this path to
+event of another batch for its key; an event logged twice (same batch, file, offset, seq and op: a batch
+re-run after snapshot expiry appends its rows again) counts once, as :func:`refold` counts it. Ties in
+order fall to the batch, then the op, so that copies of one event sit together and every run orders a
+key's events alike. ``tests/compaction/test_native_fold.py`` holds this path to
 ``fold_part`` on random histories; the merge law test runs it through the whole job.
 """
 
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from functools import reduce
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -40,6 +44,19 @@ RESET_OPS = ("INSERT", "UPSERT", "DELETE")
 
 def _text_columns(n: int) -> list[str]:
     return [f"_cdc_txt{i}" for i in range(n)]
+
+
+#: What ``merge.refold`` counts a logged event by (with the key: the fold is per key).
+IDENTITY = ("_seq", "source_file", "source_offset", "_cdc_batch", "op")
+
+
+def _copy_of_previous(window):
+    """True where an event repeats the identity of the one before it in ``window`` (ordered by
+    :data:`IDENTITY`, so every copy of an event follows its first): a copy the counts skip."""
+    from pyspark.sql import functions as F
+
+    same = [F.col(c).eqNullSafe(F.lag(c).over(window)) for c in IDENTITY]
+    return F.coalesce(reduce(lambda a, b: a & b, same), F.lit(False))
 
 
 def fold_text(events, columns: list[tuple[str, str]], batch_id: str, truncate_seq: str | None):
@@ -58,7 +75,7 @@ def fold_text(events, columns: list[tuple[str, str]], batch_id: str, truncate_se
     # one sort by key and order; every comparison after it is of longs: the event's rank in its key's
     # order (replays of one event tie on the order, and apply in batch id order), and that order's rank
     # without the batch (what "older than another batch's event" compares)
-    in_order = Window.partitionBy("_key").orderBy("_seq", "source_file", "source_offset", "_cdc_batch")
+    in_order = Window.partitionBy("_key").orderBy(*IDENTITY)
     by_order3 = Window.partitionBy("_key").orderBy("_seq", "source_file", "source_offset")
     whole_key = Window.partitionBy("_key")
     ev = events.select(
@@ -78,6 +95,7 @@ def fold_text(events, columns: list[tuple[str, str]], batch_id: str, truncate_se
         "*",
         F.row_number().over(in_order).alias("_ord"),
         F.dense_rank().over(by_order3).alias("_o3"),
+        _copy_of_previous(in_order).alias("_copy"),
     )
     ev = ev.select(
         "*",
@@ -87,6 +105,7 @@ def fold_text(events, columns: list[tuple[str, str]], batch_id: str, truncate_se
     after_reset = F.col("_reset").isNull() | (F.col("_ord") > F.col("_reset"))
     in_window = F.col("_live") & (after_reset | ((F.col("_ord") == F.col("_reset")) & (F.col("op") != "DELETE")))
     current = F.col("_newest_other").isNull() | (F.col("_o3") >= F.col("_newest_other"))
+    counted = mine & ~F.col("_copy")  # a second copy of a logged event is not counted again
     aggs = [
         F.max_by(
             F.struct("op", seq_col.alias("seq"), "event_ts", "_cdc_batch"), F.when(F.col("_live"), F.col("_ord"))
@@ -94,8 +113,8 @@ def fold_text(events, columns: list[tuple[str, str]], batch_id: str, truncate_se
         F.max_by(F.col("op"), F.when(F.col("_live") & F.col("op").isin(*RESET_OPS), F.col("_ord"))).alias("_reset_op"),
         F.min_by(F.col("before"), F.when(F.col("_live") & after_reset, F.col("_ord"))).alias("_base"),
         F.max("_cdc_bucket").alias("_cdc_bucket"),
-        F.count(F.when(mine & F.col("_live") & current, 1)).alias("_applied"),
-        F.count(F.when(mine & ~(F.col("_live") & current), 1)).alias("_stale"),
+        F.count(F.when(counted & F.col("_live") & current, 1)).alias("_applied"),
+        F.count(F.when(counted & ~(F.col("_live") & current), 1)).alias("_stale"),
     ]
     texts = _text_columns(len(columns))
     # per column, SQL text: one Py4J call per column, where building the same expressions from Column

@@ -83,8 +83,8 @@ def current_rows(ids: set[int]) -> pa.Table:
 @given(st.lists(event_st, min_size=0, max_size=14), st.sampled_from([None, "0003"]), st.sampled_from([0, 1, 4]))
 def test_arrow_fold_equals_the_reference(drawn, truncate_seq, chunk):
     log = pa.Table.from_pylist(log_rows(drawn), schema=LOG_SCHEMA)
-    # replays tie on order: the reference applies them in input order, the native fold by batch id
-    log = chunked(log.sort_by([("_cdc_batch", "ascending")]), chunk)
+    # replays tie on order (seq, file, offset): every fold breaks the tie by batch id, none by the log's order
+    log = chunked(log.sort_by([("_cdc_batch", "descending")]), chunk)
     reference = fold_part(log, None, truncate_seq=truncate_seq, markers=True, **ARGS)
     assert rows_of(fold_arrow(log, COLUMNS, CURRENT, truncate_seq)) == rows_of(reference)
 
@@ -101,7 +101,7 @@ def test_arrow_fold_equals_the_reference(drawn, truncate_seq, chunk):
 def test_driver_fold_with_key_changes_and_rows_equals_the_reference(drawn, moved, ids, truncate_seq, markers, chunk):
     rows = log_rows(drawn)
     log = pa.Table.from_pylist(rows + moves(moved, len(rows)), schema=LOG_SCHEMA)
-    log = chunked(log.sort_by([("_cdc_batch", "ascending")]), chunk)
+    log = chunked(log.sort_by([("_cdc_batch", "descending")]), chunk)
     current = current_rows(ids) if ids else None
     if markers:  # the merge-on-read path reads no current rows
         current = None

@@ -20,8 +20,8 @@ pytestmark = pytest.mark.spark
 @given(st.lists(event_st, min_size=1, max_size=14), st.sampled_from([None, "0003"]))
 def test_native_fold_equals_the_reference(spark, drawn, truncate_seq):
     log = pa.Table.from_pylist(log_rows(drawn), schema=LOG_SCHEMA)
-    # replays tie on order: the reference applies them in input order, the native fold by batch id
-    log = log.sort_by([("_cdc_batch", "ascending")])
+    # replays tie on order (seq, file, offset): every fold breaks the tie by batch id, none by the log's order
+    log = log.sort_by([("_cdc_batch", "descending")])
     names = [n for n, _ in COLUMNS]
     reference = fold_part(
         log,
