@@ -143,7 +143,7 @@ def cast(value: Any, type_name: str) -> Any:
         return None
     try:
         if type_name == STRING:
-            return value if isinstance(value, str) else to_json(value)
+            return _to_string(value)
         if type_name == LONG:
             return _to_long(value)
         if type_name == DOUBLE:
@@ -164,7 +164,29 @@ def cast(value: Any, type_name: str) -> Any:
         pass
     except (ValueError, TypeError, InvalidOperation, OverflowError, binascii.Error):
         pass
-    raise CastError(f"value {to_json(value)[:80]} is not a valid {type_name}")
+    raise CastError(f"value {_json_text(value)[:80]} is not a valid {type_name}")
+
+
+#: A UTF-16 surrogate: JSON text may spell one alone (``"\ud800"``), but it is not Unicode text, and Arrow,
+#: Parquet and Iceberg refuse it (a table's whole commit failed on one such value).
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _to_string(value: Any) -> str:
+    """Text as it is, refused when it holds a lone surrogate; any other JSON value as its JSON text, with such a
+    surrogate escaped (``\\ud800``: the same JSON value, now Unicode text)."""
+    if not isinstance(value, str):
+        return _json_text(value)
+    if not value.isascii() and _SURROGATE.search(value):
+        raise CastError("a lone UTF-16 surrogate: not Unicode text")
+    return value
+
+
+def _json_text(value: Any) -> str:
+    """``value``'s JSON text with any lone surrogate escaped (``\\ud800``): the same JSON, and Unicode text (a
+    reason or a string column holding it can be written)."""
+    text = to_json(value)
+    return text if text.isascii() else _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def _to_binary(value: Any) -> bytes:

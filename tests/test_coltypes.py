@@ -6,7 +6,7 @@ import resource
 
 import pytest
 
-from cdclake.coltypes import BINARY, CastError, cast
+from cdclake.coltypes import BINARY, STRING, CastError, cast
 
 
 def test_binary_accepts_base64_text_and_bytes() -> None:
@@ -29,3 +29,16 @@ def test_a_huge_integer_allocates_nothing() -> None:
     with pytest.raises(CastError):
         cast(200_000_000, BINARY)
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 50_000  # KiB
+
+
+def test_a_lone_surrogate_is_not_a_string_value() -> None:
+    """JSON may spell one (``"\\ud800"``); Arrow and Iceberg refuse it, and a table's whole commit failed on it."""
+    with pytest.raises(CastError, match="is not a valid string"):
+        cast("a\ud800b", STRING)
+    assert cast("é ü 😀", STRING) == "é ü 😀"
+
+
+def test_a_nested_value_s_text_escapes_a_lone_surrogate() -> None:
+    text = cast({"a": "\ud800", "b": "é"}, STRING)
+    assert text == '{"a":"\\ud800","b":"é"}'
+    text.encode("utf-8")  # Unicode text now

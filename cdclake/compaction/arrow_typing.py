@@ -46,7 +46,8 @@ _NUMBER = r"^-?(?:0|[1-9][0-9]{0,299})(?:\.[0-9]+)?(?:[eE][+-]?[0-9]{1,3})?$"
 #: A JSON integer within bigint's range (18 digits at most).
 _LONG = r"^-?(?:0|[1-9][0-9]{0,17})$"
 #: Any JSON string (escapes included): a valid ``string`` value, as a number or a boolean is.
-_JSON_STRING = r'^"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"$'
+#: (A ``\\u`` escape of a UTF-16 surrogate is left to the reference: alone it is no text, ``coltypes`` refuses it.)
+_JSON_STRING = r'^"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u(?:[0-9a-cefA-CEF][0-9a-fA-F]{3}|[dD][0-7][0-9a-fA-F]{2}))*"$'
 #: A JSON string as ``events.from_json`` returns it without parsing (its inside).
 _UNESCAPED_STRING = r'^"[^"\\]*"$'
 _BOOL = "^(?:true|false)$"

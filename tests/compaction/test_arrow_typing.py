@@ -8,6 +8,7 @@ from decimal import Decimal
 
 import pyarrow as pa
 import pytest
+from fuzzing import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -26,6 +27,7 @@ TYPES = [
     "decimal(38,0)",
     "timestamp",
     "date",
+    "binary",
 ]
 EDGES = [
     "null",
@@ -66,6 +68,17 @@ EDGES = [
     '"2023-02-29T00:00:00Z"',
     '"2023-02-29"',
     '"9999-12-31T23:00:00-05:00"',
+    # hostile: the wrong JSON type for the column, text that is not Unicode, a size the input chooses
+    '{"a":1}',
+    "[1,2]",
+    "1000000000000",
+    "-1",
+    '"AAE="',
+    '"not base64!"',
+    '"\\ud800"',
+    '"\\ud83d\\ude00"',
+    "1e400",
+    "-1e400",
 ]
 numbers = (
     st.integers(-(10**22), 10**22)
@@ -87,7 +100,8 @@ def _exact(values: list) -> list[str]:
     return [repr(v) for v in values]  # -0.0 and 0.0, Decimal("1.5") and Decimal("1.50") differ
 
 
-@settings(max_examples=200, deadline=None)
+@pytest.mark.fuzz
+@settings(max_examples=examples(200), deadline=None)
 @given(values=st.lists(texts, max_size=12), type_name=st.sampled_from(TYPES))
 def test_typed_values_are_the_reference_casts(values, type_name):
     expected = _reference(values, type_name)
