@@ -10,6 +10,7 @@ from unittest import mock
 import numpy as np
 import pyarrow as pa
 import pytest
+from fuzzing import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -38,7 +39,8 @@ def _lookups(images: pa.ChunkedArray, order: np.ndarray, native: bool, block: in
         return [tuple(a.tolist() for a in found.lookup(name)) for name in [*_NAMES, "absent", "c", "a"]]
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@pytest.mark.fuzz
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.lists(_MAPS, max_size=12), st.lists(st.integers(0, 12), max_size=3), st.data())
 def test_every_name_s_lookup_is_the_scan_s(maps, cuts, data):
     images = _images(maps, cuts)

@@ -10,6 +10,7 @@ from unittest import mock
 import msgspec
 import numpy as np
 import pytest
+from fuzzing import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from msgspec import Raw
@@ -64,7 +65,8 @@ def _split(texts: list[bytes]):
     return _json_objects.split_objects(b"".join(texts), offsets)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@pytest.mark.fuzz
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(texts=_images())
 def test_objects_split_as_msgspec_reads_them(texts: list[bytes]):
     split = _split(texts)
@@ -198,7 +200,8 @@ def _records(draw) -> tuple[bytes, list[bytes]]:
     return lines, heads
 
 
-@settings(max_examples=200, deadline=None)
+@pytest.mark.fuzz
+@settings(max_examples=examples(200), deadline=None)
 @given(_records())
 def test_the_bracket_bound_in_c_is_the_line_by_line_one(records):
     """``shallow`` over the C counts equals the Python loop, lines with and without their block first, near and

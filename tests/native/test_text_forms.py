@@ -9,6 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from fuzzing import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -64,7 +65,8 @@ def _regex(values: pa.Array, pattern: str) -> np.ndarray:
     return pc.fill_null(pc.match_substring_regex(values, pattern), False).to_numpy(zero_copy_only=False)
 
 
-@settings(max_examples=200, deadline=None)
+@pytest.mark.fuzz
+@settings(max_examples=examples(200), deadline=None)
 @given(texts=st.lists(st.one_of(st.none(), _TEXTS), max_size=30), start=st.integers(0, 3), large=st.booleans())
 def test_each_scanned_form_matches_as_its_pattern(texts, start, large):
     values = pa.array(texts, pa.large_string() if large else pa.string()).slice(min(start, len(texts)))
@@ -117,7 +119,8 @@ def test_the_decimal_and_calendar_patterns_are_scanned():
         assert arrow_typing._matches(values, _DECIMALS[0]).tolist() == [True, False, True]
 
 
-@settings(max_examples=200, deadline=None)
+@pytest.mark.fuzz
+@settings(max_examples=examples(200), deadline=None)
 @given(
     texts=st.lists(
         st.one_of(st.none(), _TEXTS, st.text("-0123456789", max_size=40), st.text('{["-0x', max_size=4)), max_size=30
@@ -185,7 +188,8 @@ _JUDGED_TEXTS = st.one_of(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@pytest.mark.fuzz
+@settings(max_examples=examples(200), deadline=None)
 @given(
     entries=st.lists(st.tuples(st.sampled_from("abcdefz"), st.one_of(st.none(), _JUDGED_TEXTS)), max_size=30),
     types=st.lists(st.sampled_from(_JUDGED_TYPES), min_size=6, max_size=6),

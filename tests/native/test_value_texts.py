@@ -10,6 +10,7 @@ from unittest import mock
 import numpy as np
 import pyarrow as pa
 import pytest
+from fuzzing import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -52,7 +53,8 @@ def _both(texts: list[str], kinds: list[int], probed: list[bool]) -> tuple[list,
     return answers  # type: ignore[return-value]
 
 
-@settings(max_examples=300, deadline=None)
+@pytest.mark.fuzz
+@settings(max_examples=examples(300), deadline=None)
 @given(
     st.lists(
         st.tuples(_TEXTS, st.sampled_from([DATE_DAYS, TS_MILLIS, TS_MICROS, TS_NANOS, UNNAMED]), st.booleans()),
@@ -109,7 +111,8 @@ _DECIMAL_TEXTS = st.one_of(
 ).map(lambda t: f'"{t}"')
 
 
-@settings(max_examples=300, deadline=None)
+@pytest.mark.fuzz
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(st.tuples(_DECIMAL_TEXTS, st.integers(0, 63), st.booleans()), max_size=20))
 def test_connect_decimals_are_the_numpy_path_s(rows):
     texts = pa.array([t for t, _, _ in rows], pa.large_string())
@@ -136,7 +139,8 @@ def test_connect_decimals_of_each_scale_and_sign():
 _SPLICE_TEXTS = st.one_of(st.none(), st.text(max_size=6), st.sampled_from(["", "é", '"2024-01-01"']))
 
 
-@settings(max_examples=300, deadline=None)
+@pytest.mark.fuzz
+@settings(max_examples=examples(300), deadline=None)
 @given(
     st.lists(st.tuples(_SPLICE_TEXTS, st.booleans(), st.text(max_size=6)), max_size=20),
     st.integers(0, 3),
