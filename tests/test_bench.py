@@ -349,7 +349,7 @@ def test_warm_up_runs_until_the_naive_job_stops_falling_with_equal_runs_each() -
     from cdclake.bench.pairs import warm_until_steady
 
     run_pair, calls = _fake_pairs([14.5, 15.3, 15.4, 15.0, 15.1], [20.7, 15.5, 13.5, 13.2, 13.3])
-    warm = warm_until_steady(run_pair)
+    warm = warm_until_steady(run_pair, cap=5)
     assert calls == [0, 1, 2, 3]  # 13.2 is 2% under 13.5: steady after the fourth pair
     assert warm["naive_s"] == [20.7, 15.5, 13.5, 13.2] and warm["ours_s"] == [14.5, 15.3, 15.4, 15.0]
     assert warm["naive_steady"] is True and warm["ours_steady"] is True
@@ -372,7 +372,7 @@ def test_warm_up_stops_at_the_cap_and_says_it_was_not_steady() -> None:
 
     naive = [30.0, 25.0, 20.0, 16.0, 13.0, 11.0, 9.0]
     run_pair, calls = _fake_pairs(None, naive)  # the naive job alone (pipeline step skipped)
-    warm = warm_until_steady(run_pair)
+    warm = warm_until_steady(run_pair, cap=5)
     assert calls == [0, 1, 2, 3, 4] and warm["naive_s"] == naive[:5]
     assert warm["naive_steady"] is False and warm["ours_steady"] is None and warm["ours_s"] == []
     run_pair, calls = _fake_pairs(None, naive)
@@ -385,7 +385,7 @@ def test_the_printed_table_and_the_report_give_warm_ups_every_pair_best_of_and_m
     from cdclake.bench.report import render
 
     run_pair, _ = _fake_pairs([14.5, 15.3, 15.4], [20.7, 15.5, 15.0])
-    warm = warm_until_steady(run_pair)
+    warm = warm_until_steady(run_pair, cap=5)
     summary = pair_summary([15.0, 15.2, 14.8], [13.6, 13.5, 13.9])
     printed = "\n".join(pairs_text("goldengate-json", summary, warm))
     assert "warm-ups (untimed): ours 3 (14.5, 15.3, 15.4 s), naive 3 (20.7, 15.5, 15.0 s)" in printed
