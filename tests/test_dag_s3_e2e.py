@@ -12,9 +12,11 @@ import time
 import boto3
 import pytest
 import yaml
+from hostile_files import write_hostile
 
 from cdclake import monitor_index, monitoring_views, samples
 from cdclake.airflow_env import airflow, airflow_env, migrate
+from cdclake.bench.model import TABLES
 from cdclake.events import to_json
 from cdclake.index_store import open_store
 from cdclake.settings import Settings
@@ -131,6 +133,10 @@ def test_three_formats_from_s3_then_retry_and_backfill_change_nothing(stack):
     first = gg[1].split(b"\n", 1)[0]  # corrupt copies (issue 56): quarantined, the rest applied
     corrupt = [first.replace(b'"CUST_CODE"', b'"CUST\xff_CODE"', 1), first.replace(b'"DAVE"', b'"DA\xe2\x82VE"', 1)]
     s3.put_object(Bucket=BUCKET, Key="gg/gg_0002.json", Body=gg[1] + b"\n".join(corrupt) + b"\n")
+    # and 3,000 changes over four more tables with their own corrupt records among them (tests/hostile_files.py)
+    hostile, stream = write_hostile(home / "hostile", ("goldengate-json",))
+    gg_hostile = hostile["goldengate-json"]
+    s3.put_object(Bucket=BUCKET, Key="gg/gg_0003.json", Body=gg_hostile.path.read_bytes())
     s3.put_object(
         Bucket=BUCKET,
         Key="datahub/crm-0001.json",
@@ -174,16 +180,19 @@ def test_three_formats_from_s3_then_retry_and_backfill_change_nothing(stack):
     }
     for table, rows in expected.items():
         assert read_rows(warehouse, table) == rows, table
+    for model in TABLES:  # every row of the hostile file's stream is there, and no other (values: test_hostile_batches)
+        lake = read_rows(warehouse, model.full_name)
+        assert {tuple(r[k] for k in model.keys) for r in lake} == set(stream.rows[model.full_name]), model.full_name
     snapshots = {t: snapshot_summaries(warehouse, t) for t in expected}
     staged = {s: staged_names(home, s) for s in ("s3_gg", "s3_dh", "s3_dbz")}
     assert staged == {
-        "s3_gg": ["gg_0001.json", "gg_0002.json"],
+        "s3_gg": ["gg_0001.json", "gg_0002.json", "gg_0003.json"],
         "s3_dh": ["crm-0001.json"],
         "s3_dbz": ["products-0001.json"],
     }
     reports = {p.parts[-4]: json.loads(p.read_text()) for p in (home / "staging").glob("*/*/reports/batch.json")}
     assert {source: (r["balanced"], r["quarantined"]) for source, r in reports.items()} == {
-        "s3_gg": (True, 2),
+        "s3_gg": (True, 2 + len(gg_hostile.corrupt)),
         "s3_dh": (True, 2),
         "s3_dbz": (True, 2),
     }

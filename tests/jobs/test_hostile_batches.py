@@ -13,17 +13,15 @@ for each format, and through the CLI itself for the issue's own case, GoldenGate
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hostile_files import CHANGES, FORMATS, Hostile, write_hostile
 
 from cdclake.batch import Manifest
 from cdclake.bench.compare import compare_tables, expected_frame
-from cdclake.bench.generate import generate
 from cdclake.bench.model import TABLES
 from cdclake.pipeline import run_batch
 from cdclake.replay import quarantined_records
@@ -32,83 +30,10 @@ from cdclake.staging import stage_files
 
 pytestmark = pytest.mark.spark
 
-FORMATS = ("goldengate-json", "debezium-json", "datahub-blob")
-CHANGES = 3_000
-#: Every this many inserts, one corrupt copy (about 15 in a file of 3,000 changes).
-EVERY = 60
-_INSERT = {"goldengate-json": b'"op_type":"I"', "debezium-json": b'"op":"c"', "datahub-blob": b'"op":"INSERT"'}
-_STATUS_VALUE = re.compile(rb'"STATUS":"[^"]*"')
-
-
-def bad_name(line: bytes) -> bytes:
-    return line.replace(b'"STATUS":"', b'"STAT\xffUS":"', 1)
-
-
-def bad_value(line: bytes) -> bytes:
-    return line.replace(b'"STATUS":"', b'"STATUS":"\xe2\x82', 1)
-
-
-def binary_number(line: bytes) -> bytes:
-    """``STATUS`` typed binary by the record's own schema, holding a JSON number."""
-    line = line.replace(
-        b'{"type":"string","optional":true,"field":"STATUS"}', b'{"type":"bytes","optional":true,"field":"STATUS"}'
-    )
-    line = line.replace(b'{"name":"STATUS","type":"STRING"}', b'{"name":"STATUS","type":"BYTES"}')
-    return _STATUS_VALUE.sub(b'"STATUS":1000000000000', line, count=1)
-
-
-def cut_short(line: bytes) -> bytes:
-    return line[: len(line) // 2]
-
-
-DAMAGE = {
-    "goldengate-json": (bad_name, bad_value, cut_short),
-    "debezium-json": (bad_name, bad_value, binary_number),
-    "datahub-blob": (bad_name, bad_value, binary_number),
-}
-
-
-@dataclass(frozen=True)
-class Hostile:
-    """A hostile landing file, the offsets of its corrupt records, and how to decode it."""
-
-    path: Path
-    corrupt: list[int]
-    options: dict[str, str]
-    keys: dict[str, list[str]]
-
-
-def damage(data: bytes, format_id: str) -> tuple[bytes, list[int]]:
-    """``data`` with a corrupt copy after every :data:`EVERY`-th insert whose image has a ``STATUS`` text."""
-    out, corrupt, inserts = bytearray(), [], 0
-    kinds = DAMAGE[format_id]
-    for line in data.splitlines(keepends=True):
-        out += line
-        if _INSERT[format_id] not in line or not _STATUS_VALUE.search(line):
-            continue
-        inserts += 1
-        if inserts % EVERY == 0:
-            bad = kinds[(inserts // EVERY) % len(kinds)](line.rstrip(b"\n"))
-            assert bad != line.rstrip(b"\n")
-            corrupt.append(len(out))
-            out += bad + b"\n"
-    return bytes(out), corrupt
-
 
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory: pytest.TempPathFactory):
-    work = tmp_path_factory.mktemp("hostile")
-    generated, stream = generate(list(FORMATS), work / "clean", CHANGES, seed=56, file_events=CHANGES)
-    files = {}
-    for format_id, gen in generated.items():
-        [path] = gen.files
-        data, corrupt = damage(path.read_bytes(), format_id)
-        target = work / "landing" / format_id / path.name
-        target.parent.mkdir(parents=True)
-        target.write_bytes(data)
-        assert len(corrupt) >= 10
-        files[format_id] = Hostile(target, corrupt, gen.options, gen.keys)
-    return files, stream
+    return write_hostile(tmp_path_factory.mktemp("hostile"))
 
 
 def assert_exact(spark, report: dict, batch_dir: Path, case: Hostile, stream) -> None:
