@@ -8,7 +8,7 @@ import json
 import logging
 from collections.abc import Callable, Iterator
 from decimal import Decimal
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import msgspec
 import numpy as np
@@ -28,6 +28,9 @@ from cdclake.formats._json_shapes import JsonShapes, json_shapes
 from cdclake.limits import MAX_JSON_DEPTH, MAX_RECORD_BYTES
 
 LOG = logging.getLogger(__name__)
+
+if TYPE_CHECKING:
+    from cdclake.registry import Decoder
 
 #: A span is cut at the first record start after this many bytes (bounds the memory of one span's records).
 SPAN_BYTES = 4 << 20
@@ -171,30 +174,29 @@ def read_spans(
     independent of each other, or the window does not end cleanly, the reference reads the whole ``data`` again
     and gives what it finds from that span on, as without the columnar path. ``decode_span`` may read less than
     its span (``(batch, bytes read)``): the next span starts there."""
+    decoder = decode.__self__  # type: ignore[attr-defined]  # a decoder's bound ``decode``
     start, size = 0, len(data)
     while start < size:
         end = span_end(data, start)
-        read = guarded_span(decode, decode_span, data[start:end], file, start)
+        read = guarded_span(decoder, decode_span, data[start:end], file, start)
         if read is not None:
             batch, used = read if isinstance(read, tuple) else (read, end - start)
             yield batch
             start += used
             continue
-        window = reference_window(decode, data, file, start, end)
+        window = reference_window(decoder, data, file, start, end)
         if window is not None:
             yield from window
             start = end
             continue
-        if decode.__self__.independent_records:  # type: ignore[attr-defined]  # what is before cannot matter
-            yield from reference_from(decode, data, file, start, size)
+        if decoder.independent_records:  # what is before cannot matter
+            yield from reference_from(decoder, data, file, start, size)
         else:
             yield from (item for item in decode(data, file) if item.source.offset >= start)
         return
 
 
-def reference_window(
-    decode: Callable[[bytes, str], Iterator[Any]], data: bytes, file: str, start: int, end: int
-) -> list[Any] | None:
+def reference_window(decoder: Decoder, data: bytes, file: str, start: int, end: int) -> list[Any] | None:
     """What the reference ``decode`` gives for the records of ``data[start:end]`` (whole lines) when reading all
     of ``data``, without reading the rest: the window is given with one blank line for each line before it, so
     that the line numbers in its reasons count from the file's first line, and its offsets are moved back by
@@ -206,43 +208,39 @@ def reference_window(
       the reason says of it can depend on text after the window (a record cut short swallows the next one and
       fails on the line after that; found by the differential fuzz test). Valid records end at their last brace.
     """
-    decoder = decode.__self__  # type: ignore[attr-defined]
     if not decoder.independent_records:
         return None
     saved = decoder.checkpoint()
-    items = list(reference_from(decode, data, file, start, end))
+    items = list(reference_from(decoder, data, file, start, end))
     if any(type(item) is Rejected for item in items) or not decoder.between_records():
         decoder.rollback(saved)
         return None
     return items
 
 
-def reference_from(
-    decode: Callable[[bytes, str], Iterator[Any]], data: bytes, file: str, start: int, end: int
-) -> Iterator[Any]:
+def reference_from(decoder: Decoder, data: bytes, file: str, start: int, end: int) -> Iterator[Any]:
     """The reference's items of the records of ``data[start:end]`` (``start``: a line's first byte) read alone:
     given one blank line for each line before ``start`` (so that the line numbers in reasons count from the
     file's first line), their offsets moved back by the difference. Only for a decoder whose records are
     independent (``Decoder.independent_records``): for one whose records join, what comes before matters."""
     lines = data.count(b"\n", 0, start)
     shift = start - lines
-    for item in decode(b"\n" * lines + data[start:end], file):
+    for item in decoder.decode(b"\n" * lines + data[start:end], file):
         item.source = Source(item.source.file, item.source.offset + shift)
         yield item
 
 
 def guarded_span(
-    decode: Callable[[bytes, str], Iterator[Any]],
+    decoder: Decoder,
     decode_span: Callable[[bytes, str, int], pa.RecordBatch | tuple[pa.RecordBatch, int] | None],
     span: bytes,
     file: str,
     offset: int,
 ) -> pa.RecordBatch | tuple[pa.RecordBatch, int] | None:
     """``decode_span``'s read of ``span``, or None where it raises: whatever the fast path cannot decide is the
-    reference's (``decode``'s decoder) to decide, record by record, and never fails the batch. The decoder's
+    reference's (``decoder.decode``) to decide, record by record, and never fails the batch. The decoder's
     record state is put back as the span found it (``Decoder.checkpoint``), so the reference announces what it
     would have; the fault is logged (it is a gap in the fast path, worth a look), with the file and offset."""
-    decoder = decode.__self__  # type: ignore[attr-defined]
     saved = decoder.checkpoint()
     try:
         return decode_span(span, file, offset)
