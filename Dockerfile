@@ -37,7 +37,7 @@ COPY plugins/ plugins/
 COPY spark_jobs/ spark_jobs/
 COPY config/ config/
 COPY docker/ docker/
-# Editable, so that REPO_ROOT (cdclake/settings.py) is /opt/cdclake and spark_jobs/ is found there.
+# Editable, so that REPO_ROOT (cdclake/runtime/settings.py) is /opt/cdclake and spark_jobs/ is found there.
 RUN uv pip install --system --no-cache --no-deps -e . \
     && useradd --uid 50000 --gid 0 --home-dir /opt/airflow --create-home cdclake \
     && mkdir -p /data/cdclake /opt/airflow/logs \

@@ -54,10 +54,10 @@ $(NATIVE_STAMP): $(STAMP) $(wildcard cdclake/_native/*.c) cdclake/_native/build.
 	$(PY) -m cdclake._native.build
 	@touch $(NATIVE_STAMP)
 
-# the spark-submit driver's class-data-sharing archive (cdclake/jvm_archive.py): each batch step's JVM starts
+# the spark-submit driver's class-data-sharing archive (cdclake/runtime/jvm_archive.py): each batch step's JVM starts
 # about 6 s sooner; a warning, not a failure, if it cannot be built
-$(JVM_ARCHIVE): $(STAMP) $(JARS_STAMP) cdclake/jvm_archive.py
-	$(PY) -m cdclake.jvm_archive
+$(JVM_ARCHIVE): $(STAMP) $(JARS_STAMP) cdclake/runtime/jvm_archive.py
+	$(PY) -m cdclake.runtime.jvm_archive
 
 demo: setup
 	$(PY) -m cdclake.demo

@@ -1,7 +1,7 @@
 """cdclake: CDC landing files from many replication products -> Apache Iceberg tables."""
 
-from cdclake import _allocator
+from cdclake.runtime.allocator import configure as _configure_allocator
 
-_allocator.configure()  # before any module of the package loads pyarrow or numpy
+_configure_allocator()  # before any module of the package loads pyarrow or numpy
 
 __version__ = "0.1.0"

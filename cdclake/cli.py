@@ -18,10 +18,10 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from cdclake.events import Rejected, to_json
+from cdclake.events.change import Rejected, to_json
 from cdclake.options import OptionError, Options
-from cdclake.reading import LandingFileError, read_landing_bytes
 from cdclake.registry import format_ids, get_decoder
+from cdclake.staging.reading import LandingFileError, read_landing_bytes
 
 EXIT_OK, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
 
@@ -160,9 +160,9 @@ def _apply(args: argparse.Namespace) -> int:
 
 def _retention(args: argparse.Namespace) -> int:
     from cdclake.jobs import retention
-    from cdclake.naming import spark_table_name
-    from cdclake.settings import Settings
-    from cdclake.spark import build_session
+    from cdclake.lake.naming import spark_table_name
+    from cdclake.runtime.settings import Settings
+    from cdclake.runtime.spark import build_session
 
     spark = build_session("cdclake-retention", args.warehouse, master="local[*]", jars=Settings.from_env().jars())
     report = retention.run(spark, spark_table_name(args.table, args.namespace), days=args.days)
@@ -171,8 +171,8 @@ def _retention(args: argparse.Namespace) -> int:
 
 
 def _session(name: str, warehouse: str):
-    from cdclake.settings import Settings
-    from cdclake.spark import build_session
+    from cdclake.runtime.settings import Settings
+    from cdclake.runtime.spark import build_session
 
     return build_session(name, warehouse, master="local[*]", jars=Settings.from_env().jars())
 
@@ -192,7 +192,7 @@ def _replay(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from cdclake import replay
-    from cdclake.settings import Settings
+    from cdclake.runtime.settings import Settings
 
     options, keys = Options.parse(args.option).raw(), _keys(args.key)
     target = Path(args.batch_dir or args.source_dir)
@@ -220,7 +220,7 @@ def _rebuild(args: argparse.Namespace) -> int:
     import os
 
     from cdclake.jobs import rebuild
-    from cdclake.settings import Settings
+    from cdclake.runtime.settings import Settings
 
     if not os.path.isdir(args.source_dir):
         raise OptionError(f"no such folder: {args.source_dir}")
@@ -244,7 +244,7 @@ def _rebuild(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from cdclake.tables import TableNotFound, read_rows
+    from cdclake.lake.tables import TableNotFound, read_rows
 
     try:
         rows = read_rows(args.warehouse, args.table, include_meta=args.meta, namespace=args.namespace)

@@ -29,11 +29,11 @@ from pathlib import Path
 import yaml
 
 from cdclake import samples
-from cdclake.airflow_env import airflow_env, dags_test, migrate
-from cdclake.batch import read_report
+from cdclake.airflow.env import airflow_env, dags_test, migrate
+from cdclake.lake.tables import read_rows
 from cdclake.registry import format_ids
-from cdclake.settings import REPO_ROOT
-from cdclake.tables import read_rows
+from cdclake.runtime.settings import REPO_ROOT
+from cdclake.staging.batch import read_report
 
 DAG_ID = "cdc_gg_json_demo"
 

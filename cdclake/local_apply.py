@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from cdclake.batch import Manifest
 from cdclake.options import Options
 from cdclake.pipeline import run_batch
-from cdclake.settings import Settings
-from cdclake.spark import build_session
-from cdclake.staging import content_batch_id, stage_files
+from cdclake.runtime.settings import Settings
+from cdclake.runtime.spark import build_session
+from cdclake.staging.batch import Manifest
+from cdclake.staging.stage import content_batch_id, stage_files
 
 
 def apply_files(

@@ -17,8 +17,8 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from cdclake.coltypes import CastError, cast
-from cdclake.events import value_text
+from cdclake.events.change import value_text
+from cdclake.schema.coltypes import CastError, cast
 
 #: Metadata columns of a lake row; ``_cdc_bucket`` and ``_cdc_key`` are internal (hidden by ``show``).
 META_COLUMNS = ("_cdc_op", "_cdc_seq", "_cdc_ts", "_cdc_batch", "_cdc_bucket", "_cdc_key")

@@ -11,8 +11,8 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
-from cdclake.batch import read_report, write_report
 from cdclake.jobs import compact, ddl, decode, normalize, truncate
+from cdclake.staging.batch import read_report, write_report
 
 
 def run_batch(spark, batch_dir: str | Path, buckets: int = 16) -> dict[str, Any]:

@@ -14,7 +14,7 @@ import copy
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from cdclake.events import ChangeEvent, Rejected
+from cdclake.events.change import ChangeEvent, Rejected
 from cdclake.options import OptionError, Options
 
 if TYPE_CHECKING:

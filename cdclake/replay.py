@@ -51,8 +51,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cdclake.batch import Manifest, StagedFile, read_manifest, read_report, write_json_atomic, write_report
-from cdclake.limits import MAX_RAW_BYTES
+from cdclake.runtime.limits import MAX_RAW_BYTES
+from cdclake.staging.batch import Manifest, StagedFile, read_manifest, read_report, write_json_atomic, write_report
 
 REPLAY_PREFIX = "replay-"
 #: ``reports/replay.json`` of a replayed batch: one entry per replay of its quarantine.
@@ -220,8 +220,8 @@ def frame_records(plan: Plan, manifest: Manifest, records: list[Record], staged:
     """Decode rejects -> landing files of ``manifest.format`` (see the module docstring); ``staged``:
     landing file name -> staged copy (:func:`staged_files`)."""
     from cdclake.options import Options
-    from cdclake.reading import read_staged_bytes, read_staged_raw
     from cdclake.registry import get_decoder
+    from cdclake.staging.reading import read_staged_bytes, read_staged_raw
 
     decoder = get_decoder(manifest.format, Options(dict(manifest.options)))
     by_file: dict[str, list[Record]] = defaultdict(list)
@@ -414,7 +414,7 @@ def _original_events(batch_dir: Path, files: set[str]) -> dict[tuple[str, int], 
     import pyarrow as pa
     import pyarrow.dataset as ds
 
-    from cdclake.events import EVENT_SCHEMA
+    from cdclake.events.change import EVENT_SCHEMA
 
     path = batch_dir / "decoded" / "kind=event"
     index: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
@@ -467,7 +467,7 @@ def _stage(replay_dir: Path, manifest: Manifest, plan: Plan) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from cdclake.events import EVENT_SCHEMA
+    from cdclake.events.change import EVENT_SCHEMA
 
     files_dir = replay_dir / "files"
     files_dir.mkdir(parents=True, exist_ok=True)

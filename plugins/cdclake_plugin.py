@@ -4,9 +4,9 @@ A FastAPI app mounted at ``/cdclake`` (HTML page + JSON under ``/cdclake/api``) 
 view that shows the page inside the Airflow UI (``/plugin/cdclake``). Every route needs an
 authenticated Airflow user: Airflow's own ``get_user`` validates the JWT (``Authorization:
 Bearer`` or the ``_token`` cookie the UI login sets) through the configured auth manager, and the
-user must be allowed to read the Airflow website. The pages come from cdclake.monitoring_views
+user must be allowed to read the Airflow website. The pages come from cdclake.monitoring.views
 (the monitoring index, the sources config's thresholds, the lake table's metadata); the older JSON
-routes scan staging through cdclake.monitoring.
+routes scan staging through cdclake.monitoring.batches.
 """
 
 from __future__ import annotations
@@ -20,8 +20,10 @@ from fastapi import Depends, FastAPI, HTTPException, Query, Request, status
 from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from cdclake import monitoring, monitoring_html, monitoring_views
-from cdclake.settings import Settings
+from cdclake.monitoring import batches as monitoring
+from cdclake.monitoring import html as monitoring_html
+from cdclake.monitoring import views as monitoring_views
+from cdclake.runtime.settings import Settings
 
 URL_PREFIX = "/cdclake"
 MAX_LIMIT = 1000

@@ -5,7 +5,7 @@ import argparse
 import json
 
 from cdclake.jobs import compact
-from cdclake.spark import build_session
+from cdclake.runtime.spark import build_session
 
 
 def main() -> None:

@@ -4,7 +4,7 @@ import argparse
 import json
 
 from cdclake.jobs import ddl
-from cdclake.spark import build_session
+from cdclake.runtime.spark import build_session
 
 
 def main() -> None:

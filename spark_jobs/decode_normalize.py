@@ -6,7 +6,7 @@ import argparse
 import json
 
 from cdclake.jobs import decode, normalize
-from cdclake.spark import build_session
+from cdclake.runtime.spark import build_session
 
 
 def main() -> None:

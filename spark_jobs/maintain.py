@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 from cdclake.jobs import maintain
-from cdclake.spark import build_session
+from cdclake.runtime.spark import build_session
 
 
 def main() -> None:

@@ -29,8 +29,8 @@ def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def spark(warehouse: Path):
     """The test run's only Spark session (start-up costs ~10 s: DESIGN.md section 7)."""
-    from cdclake.settings import Settings
-    from cdclake.spark import build_session
+    from cdclake.runtime.settings import Settings
+    from cdclake.runtime.spark import build_session
 
     jars = Settings.from_env().jars()
     if not any("iceberg-spark-runtime" in j for j in jars):

@@ -16,9 +16,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from airflow.sdk import BaseNotifier
 
-from cdclake import monitor_index
-from cdclake.index_store import open_store
-from cdclake.settings import Settings
+from cdclake.monitoring import index as monitor_index
+from cdclake.monitoring.index_store import open_store
+from cdclake.runtime.settings import Settings
 
 CANARY = "RAW-CANARY-4111111111111111"  # a raw value that must never reach the page
 NOW = dt.datetime(2024, 5, 1, 12, 0, tzinfo=dt.UTC)

@@ -15,11 +15,13 @@ from types import SimpleNamespace
 import pytest
 from monitoring_fixture import NOW, add_late_source, build_index, build_staging, page_settings
 
-from cdclake import alerts, monitor_index, monitoring_views
-from cdclake.airflow_env import airflow_env, migrate
-from cdclake.index_store import open_store
-from cdclake.settings import Settings
-from cdclake.sources import HealthThresholds, load_sources
+from cdclake.airflow import alerts
+from cdclake.airflow.env import airflow_env, migrate
+from cdclake.monitoring import index as monitor_index
+from cdclake.monitoring import views as monitoring_views
+from cdclake.monitoring.index_store import open_store
+from cdclake.runtime.settings import Settings
+from cdclake.runtime.sources import HealthThresholds, load_sources
 
 
 @pytest.fixture
@@ -84,7 +86,7 @@ def test_health_dag_fails_breaching_sources_and_notifies(
     code = f"""
 import json
 from monitoring_fixture import FileNotifier
-from cdclake.orchestration import build_dags
+from cdclake.airflow.dags import build_dags
 dags = build_dags(notifiers=[FileNotifier({str(notified)!r})])
 run = dags["cdc_health"].test()
 deadline = dags["cdc_orders"].deadline
@@ -104,7 +106,7 @@ print(json.dumps({{"states": {{ti.task_id: str(ti.state) for ti in run.get_task_
     told = [json.loads(line) for line in notified.read_text().splitlines()]
     assert sorted(t["task_id"] for t in told) == ["check_billing", "check_legacy", "check_orders"]
     assert any("source legacy is late" in t["error"] for t in told)
-    assert result["deadline"] == ["DagRunQueuedAtDeadline", 3600.0, "cdclake.alerts.ingest_run_late"]
+    assert result["deadline"] == ["DagRunQueuedAtDeadline", 3600.0, "cdclake.airflow.alerts.ingest_run_late"]
     assert result["ingest_callbacks"] == ["RecordRunFailure", "FileNotifier"]
 
 
@@ -126,7 +128,7 @@ def test_ingest_deadlines_are_stored_by_airflow(deployment: tuple[Settings, dict
     """The dag-processor's path (``airflow dags reserialize``) stores each ingest DAG's deadline alert."""
     import sqlite3
 
-    from cdclake.airflow_env import airflow
+    from cdclake.airflow.env import airflow
 
     _, env = deployment
     env = {**airflow_env(tmp_path, env), "CDCLAKE_DEADLINE_ALERTS": "1"}
@@ -140,7 +142,7 @@ def test_ingest_deadlines_are_stored_by_airflow(deployment: tuple[Settings, dict
     assert json.loads(reference) == {"reference_type": "DagRunQueuedAtDeadline"}
     assert json.loads(interval)["__data__"] == 3600.0
     assert json.loads(callback)["__data__"] == {
-        "path": "cdclake.alerts.ingest_run_late",
+        "path": "cdclake.airflow.alerts.ingest_run_late",
         "kwargs": {"source": "orders"},
     }
     # ``airflow dags test`` cannot finish a DAG with a deadline (Airflow 3.3.2): there, none is attached

@@ -1,4 +1,4 @@
-"""The allocator settings reach the libraries that read them (cdclake._allocator)."""
+"""The allocator settings reach the libraries that read them (cdclake.runtime.allocator)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from cdclake import _allocator
+from cdclake.runtime import allocator as _allocator
 
 
 def _run(code: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -38,7 +38,7 @@ def test_numpy_asks_for_no_huge_pages() -> None:
 
 
 def test_executors_python_workers_get_the_settings(monkeypatch) -> None:
-    from cdclake.spark import session_conf
+    from cdclake.runtime.spark import session_conf
 
     monkeypatch.setenv("MIMALLOC_PURGE_DELAY", "5000")  # an operator's value travels as it is
     conf = session_conf()

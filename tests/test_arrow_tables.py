@@ -9,7 +9,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cdclake.arrow_tables import ChunkedTake
+from cdclake.events.arrow_tables import ChunkedTake
 
 _IMAGE = pa.map_(pa.string(), pa.string())
 

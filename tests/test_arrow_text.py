@@ -9,8 +9,8 @@ import pyarrow.compute as pc
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cdclake import arrow_text
-from cdclake.arrow_text import first_bytes, holding, text_buckets
+from cdclake.events import arrow_text
+from cdclake.events.arrow_text import first_bytes, holding, text_buckets
 from cdclake.merge import bucket_of
 
 _TEXT = st.text(alphabet=st.sampled_from('ab"\\eE_-x\u00e9'), max_size=8)

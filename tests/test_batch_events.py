@@ -8,9 +8,9 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cdclake.batch_events import _ROW_OPS, _kind, _only, _table_rows
-from cdclake.coltypes import kind_of
-from cdclake.events import value_text
+from cdclake.events.batch import _ROW_OPS, _kind, _only, _table_rows
+from cdclake.events.change import value_text
+from cdclake.schema.coltypes import kind_of
 
 _VALUES = st.one_of(
     st.none(),
@@ -93,7 +93,7 @@ def test_table_rows_name_every_row_once(names):
 def test_read_ahead_gives_every_item_in_order_and_reads_the_next_one_early() -> None:
     import threading
 
-    from cdclake.batch_events import read_ahead
+    from cdclake.events.batch import read_ahead
 
     asked = []
     second_read = threading.Event()
@@ -117,7 +117,7 @@ def test_read_ahead_gives_every_item_in_order_and_reads_the_next_one_early() -> 
 def test_read_ahead_raises_the_reader_error_where_its_item_was_due() -> None:
     import pytest
 
-    from cdclake.batch_events import read_ahead
+    from cdclake.events.batch import read_ahead
 
     def items():
         yield "first"

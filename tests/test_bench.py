@@ -12,7 +12,7 @@ import pytest
 
 from cdclake.bench.bareparse import parse_files
 from cdclake.bench.generate import WRITERS, Generated, generate
-from cdclake.events import Rejected
+from cdclake.events.change import Rejected
 from cdclake.jobs.decode import OCF_BLOCKS, decode_files, file_pieces, piece_test
 from cdclake.options import Options
 from cdclake.registry import format_ids, get_decoder
@@ -85,8 +85,8 @@ def test_a_file_cut_into_pieces_decodes_like_the_whole_file(generated, format_id
 
 @pytest.mark.parametrize("format_id", SPLIT_FORMATS + OCF_FORMATS)
 def test_a_staged_copy_is_cut_and_read_like_its_landing_file(generated, format_id, tmp_path: Path):
-    from cdclake import seekable_zstd
-    from cdclake.reading import STAGED_SUFFIX
+    from cdclake.staging import seekable_zstd
+    from cdclake.staging.reading import STAGED_SUFFIX
 
     gen = generated[0][format_id]
     path = max(gen.files, key=lambda p: p.stat().st_size)

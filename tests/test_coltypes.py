@@ -6,7 +6,7 @@ import resource
 
 import pytest
 
-from cdclake.coltypes import BINARY, STRING, CastError, cast
+from cdclake.schema.coltypes import BINARY, STRING, CastError, cast
 
 
 def test_binary_accepts_base64_text_and_bytes() -> None:

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cdclake.settings import Settings
-from cdclake.sources import load_sources
-from cdclake.spark import catalog_conf
+from cdclake.runtime.settings import Settings
+from cdclake.runtime.sources import load_sources
+from cdclake.runtime.spark import catalog_conf
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE = ROOT / "docker-compose.yaml"

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from cdclake.airflow_env import airflow_env, migrate
-from cdclake.settings import REPO_ROOT
+from cdclake.airflow.env import airflow_env, migrate
+from cdclake.runtime.settings import REPO_ROOT
 
 pytestmark = pytest.mark.airflow
 

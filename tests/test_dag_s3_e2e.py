@@ -14,13 +14,15 @@ import pytest
 import yaml
 from hostile_files import write_hostile
 
-from cdclake import monitor_index, monitoring_views, samples
-from cdclake.airflow_env import airflow, airflow_env, migrate
+from cdclake import samples
+from cdclake.airflow.env import airflow, airflow_env, migrate
 from cdclake.bench.model import TABLES
-from cdclake.events import to_json
-from cdclake.index_store import open_store
-from cdclake.settings import Settings
-from cdclake.tables import read_rows, snapshot_summaries
+from cdclake.events.change import to_json
+from cdclake.lake.tables import read_rows, snapshot_summaries
+from cdclake.monitoring import index as monitor_index
+from cdclake.monitoring import views as monitoring_views
+from cdclake.monitoring.index_store import open_store
+from cdclake.runtime.settings import Settings
 
 pytestmark = pytest.mark.airflow
 

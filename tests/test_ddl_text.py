@@ -1,4 +1,4 @@
-"""DDL text and announced column lists -> SchemaChange lists (cdclake.ddl_text); no Spark."""
+"""DDL text and announced column lists -> SchemaChange lists (cdclake.schema.ddl_text); no Spark."""
 
 from __future__ import annotations
 
@@ -9,15 +9,7 @@ import pytest
 import sqlglot
 from sqlglot import exp
 
-from cdclake.ddl_text import (
-    MAX_DDL_BYTES,
-    MAX_EVENT_CHARS,
-    MAX_QUOTE_CHARS,
-    DdlError,
-    parse_ddl,
-    schema_changes_from_columns,
-)
-from cdclake.schema_changes import (
+from cdclake.schema.changes import (
     ADD_COLUMN,
     CREATE_TABLE,
     DROP_COLUMN,
@@ -27,6 +19,14 @@ from cdclake.schema_changes import (
     RENAME_TABLE,
     TRUNCATE,
     SchemaChange,
+)
+from cdclake.schema.ddl_text import (
+    MAX_DDL_BYTES,
+    MAX_EVENT_CHARS,
+    MAX_QUOTE_CHARS,
+    DdlError,
+    parse_ddl,
+    schema_changes_from_columns,
 )
 
 SOURCE = {"seq": "000042", "source_file": "ddl/part-0001.json", "source_offset": 7}
@@ -343,7 +343,7 @@ TYPES = [
 @pytest.mark.parametrize(("dialect", "source_type", "lake_type"), TYPES)
 def test_type_mapping(dialect: str | None, source_type: str, lake_type: str, caplog: pytest.LogCaptureFixture) -> None:
     sql = f"ALTER TABLE t ADD c {source_type}"
-    with caplog.at_level(logging.WARNING, logger="cdclake.ddl_text"):
+    with caplog.at_level(logging.WARNING, logger="cdclake.schema.ddl_text"):
         assert parse_ddl(sql, dialect=dialect) == [
             SchemaChange("t", ADD_COLUMN, column="c", type=lake_type, source_event=sql)
         ]
@@ -363,7 +363,7 @@ def test_type_mapping(dialect: str | None, source_type: str, lake_type: str, cap
 def test_unknown_types_are_strings_and_reported(
     dialect: str, source_type: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="cdclake.ddl_text"):
+    with caplog.at_level(logging.WARNING, logger="cdclake.schema.ddl_text"):
         changes = parse_ddl(f"ALTER TABLE s.t ADD c {source_type}", dialect=dialect)
     assert [(c.kind, c.column, c.type) for c in changes] == [(ADD_COLUMN, "c", "string")]
     assert len(caplog.records) == 1

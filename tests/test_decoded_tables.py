@@ -1,4 +1,4 @@
-"""The decode step's per-table layout (cdclake.decoded_tables): Spark's folder names, the change log's files,
+"""The decode step's per-table layout (cdclake.events.decoded): Spark's folder names, the change log's files,
 and the links normalize makes instead of writing the change log again."""
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cdclake.batch_events import decoded_files, read_events
-from cdclake.decoded_tables import (
+from cdclake.events.arrow import DECODED_FILE_SCHEMA
+from cdclake.events.batch import decoded_files, read_events
+from cdclake.events.decoded import (
     CHANGELOG_SCHEMA,
     NULL_FOLDER_VALUE,
     TableFilesWriter,
@@ -22,7 +23,6 @@ from cdclake.decoded_tables import (
     publish_changelog,
     unescape_table,
 )
-from cdclake.event_arrow import DECODED_FILE_SCHEMA
 
 NAMES = ["plain", "S.T", 'q"uo#te%s', "a/b:c=d?e", "x\\y{z}[w]^v*'", "tab\tnew\nline\x7f", "ünï©ødé", "\x01\x1f"]
 

@@ -10,7 +10,7 @@ from decimal import Decimal
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cdclake.events import format_ts, from_json, image_from_text, image_to_text, meta_text, to_json, value_text
+from cdclake.events.change import format_ts, from_json, image_from_text, image_to_text, meta_text, to_json, value_text
 
 scalars = st.one_of(
     st.none(),

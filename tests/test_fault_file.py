@@ -10,7 +10,7 @@ from pathlib import Path
 
 
 def _hit(point: str, env: dict[str, str]) -> int:
-    code = f"from cdclake.faults import fault_point; fault_point({point!r}); print('passed')"
+    code = f"from cdclake.runtime.faults import fault_point; fault_point({point!r}); print('passed')"
     base = {k: v for k, v in os.environ.items() if not k.startswith(("CDCLAKE_FAULT", "CDCLAKE_PAUSE"))}
     return subprocess.run([sys.executable, "-c", code], env={**base, **env}, capture_output=True).returncode
 

@@ -6,8 +6,8 @@ import datetime as dt
 
 import pytest
 
-from cdclake import health
-from cdclake.sources import HealthThresholds
+from cdclake.monitoring import health
+from cdclake.runtime.sources import HealthThresholds
 
 NOW = dt.datetime(2024, 5, 1, 12, 0, tzinfo=dt.UTC)
 LIMITS = HealthThresholds(max_lag_seconds=3600, max_quarantined_share=0.1)

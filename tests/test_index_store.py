@@ -9,9 +9,10 @@ import boto3
 import pytest
 from monitoring_fixture import NOW, build_index, build_staging
 
-from cdclake import monitor_index, monitoring_views
-from cdclake.index_store import LocalStore, open_store
-from cdclake.settings import Settings
+from cdclake.monitoring import index as monitor_index
+from cdclake.monitoring import views as monitoring_views
+from cdclake.monitoring.index_store import LocalStore, open_store
+from cdclake.runtime.settings import Settings
 
 
 @pytest.fixture

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from cdclake.batch import Manifest, StagedFile
-from cdclake.jvm_archive import QUICK_JIT, driver_java_options, warm_up_batches
-from cdclake.orchestration import _spark_args, run_java_options, step_java_options
-from cdclake.settings import Settings
+from cdclake.airflow.dags import _spark_args, run_java_options, step_java_options
+from cdclake.runtime.jvm_archive import QUICK_JIT, driver_java_options, warm_up_batches
+from cdclake.runtime.settings import Settings
+from cdclake.staging.batch import Manifest, StagedFile
 
 
 def settings(tmp_path: Path, **env: str) -> Settings:

@@ -9,7 +9,7 @@ import pytest
 
 from cdclake.localstack.compose import Placement, interpolate, load_services, read_env_file
 from cdclake.localstack.stack import minio_buckets
-from cdclake.settings import REPO_ROOT
+from cdclake.runtime.settings import REPO_ROOT
 
 PORTS = {
     ("postgres", 5432): 15432,

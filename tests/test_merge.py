@@ -287,7 +287,7 @@ _KEY_VALUES = st.one_of(
 def test_key_text_is_the_generic_json_of_the_key_values(value, other, present):
     """The key writer writes the text the generic writer writes for the list of key values, for every kind
     of value, in any position of a one- or two-column key; a key column absent from the image means no key."""
-    from cdclake.events import to_json
+    from cdclake.events.change import to_json
     from cdclake.merge import key_of
 
     image = {"id": value, "other": other} if present else {"other": other}

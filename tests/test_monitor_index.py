@@ -10,11 +10,11 @@ from types import SimpleNamespace
 import pytest
 from monitoring_fixture import CANARY, NOW, ORDERS_RUN, build_index, build_staging
 
-from cdclake import monitor_index
-from cdclake.index_store import LocalStore, open_store
-from cdclake.orchestration import report_task
-from cdclake.settings import Settings
-from cdclake.sources import SourceConfig
+from cdclake.airflow.dags import report_task
+from cdclake.monitoring import index as monitor_index
+from cdclake.monitoring.index_store import LocalStore, open_store
+from cdclake.runtime.settings import Settings
+from cdclake.runtime.sources import SourceConfig
 
 
 @pytest.fixture

@@ -17,9 +17,11 @@ from monitoring_fixture import (
     write_lake_table,
 )
 
-from cdclake import monitoring_html, monitoring_models, monitoring_views
-from cdclake.charts import sparkline
-from cdclake.settings import Settings
+from cdclake.monitoring import html as monitoring_html
+from cdclake.monitoring import models as monitoring_models
+from cdclake.monitoring import views as monitoring_views
+from cdclake.monitoring.charts import sparkline
+from cdclake.runtime.settings import Settings
 
 
 @pytest.fixture

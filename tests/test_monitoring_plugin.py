@@ -1,4 +1,4 @@
-"""The monitoring page: cdclake.monitoring on a staging tree written here, then the plugin for real
+"""The monitoring page: cdclake.monitoring.batches on a staging tree written here, then the plugin for real
 (Airflow API server + headless Chromium: log in, read the page, and be refused without a login)."""
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ from monitoring_fixture import (
     write_lake_table,
 )
 
-from cdclake import monitoring
-from cdclake.airflow_env import airflow_env, migrate
-from cdclake.settings import Settings
+from cdclake.airflow.env import airflow_env, migrate
+from cdclake.monitoring import batches as monitoring
+from cdclake.runtime.settings import Settings
 
 
 @pytest.fixture
@@ -42,7 +42,7 @@ def settings(tmp_path: Path) -> Settings:
 
 
 # ---------------------------------------------------------------------------
-# cdclake.monitoring
+# cdclake.monitoring.batches
 # ---------------------------------------------------------------------------
 
 

@@ -8,11 +8,11 @@ import io
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from cdclake.batch_events import ChangelogWriter
 from cdclake.compaction.lake_tables import LOG_SCHEMA
 from cdclake.compaction.row_delta import _parquet_bytes
-from cdclake.event_arrow import DECODED_FILE_SCHEMA
-from cdclake.parquet_stats import dictionary_columns, statistics_columns
+from cdclake.events.arrow import DECODED_FILE_SCHEMA
+from cdclake.events.batch import ChangelogWriter
+from cdclake.lake.parquet_stats import dictionary_columns, statistics_columns
 
 
 def _leaf_statistics(metadata: pq.FileMetaData) -> dict[str, bool]:

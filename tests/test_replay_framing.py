@@ -17,11 +17,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from cdclake import replay
-from cdclake.batch import Manifest, StagedFile
-from cdclake.events import ChangeEvent, Rejected
-from cdclake.limits import MAX_RAW_BYTES
+from cdclake.events.change import ChangeEvent, Rejected
 from cdclake.options import Options
 from cdclake.registry import get_decoder
+from cdclake.runtime.limits import MAX_RAW_BYTES
+from cdclake.staging.batch import Manifest, StagedFile
 
 SEED = Path(__file__).parent / "fixtures" / "goldengate_avro" / "seed" / "row"
 
@@ -175,7 +175,7 @@ def test_avro_messages_are_concatenated(tmp_path):
 
 
 def test_quarantined_events_are_taken_whole_from_the_decoded_events(tmp_path):
-    from cdclake.events import EVENT_SCHEMA
+    from cdclake.events.change import EVENT_SCHEMA
 
     events = tmp_path / "decoded" / "kind=event"
     events.mkdir(parents=True)

@@ -6,14 +6,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cdclake.schema_changes import (
+from cdclake.schema.changes import (
     ADD_COLUMN,
     DROP_COLUMN,
     MODIFY_COLUMN,
     RENAME_COLUMN,
     SchemaChange,
 )
-from cdclake.schema_evolution import ColumnMap, check, column_map, evolve_columns, is_noop, widens
+from cdclake.schema.evolution import ColumnMap, check, column_map, evolve_columns, is_noop, widens
 
 T = "S.T"
 

@@ -14,8 +14,8 @@ import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cdclake import seekable_zstd
-from cdclake.reading import STAGED_SUFFIX, read_staged_bytes, read_staged_raw, staged_size
+from cdclake.staging import seekable_zstd
+from cdclake.staging.reading import STAGED_SUFFIX, read_staged_bytes, read_staged_raw, staged_size
 
 
 def written(path: Path, chunks: list[bytes], workers: int = 1) -> Path:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from cdclake.orchestration import _spark_args
-from cdclake.settings import BULK_BYTES_CAP, BULK_BYTES_FLOOR, Settings, bulk_bytes_for
+from cdclake.airflow.dags import _spark_args
+from cdclake.runtime.settings import BULK_BYTES_CAP, BULK_BYTES_FLOOR, Settings, bulk_bytes_for
 
 
 def test_the_driver_heap_defaults_to_4g_and_can_be_left_to_spark():

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cdclake.settings import REPO_ROOT
-from cdclake.sources import ConfigError, load_sources
+from cdclake.runtime.settings import REPO_ROOT
+from cdclake.runtime.sources import ConfigError, load_sources
 
 
 def write(tmp_path: Path, sources: dict) -> Path:

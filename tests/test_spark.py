@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from cdclake.spark import java_class
+from cdclake.runtime.spark import java_class
 
 
 def test_a_class_by_name_calls_its_static_members_and_is_made_once(spark):

@@ -20,10 +20,10 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from cdclake import staging
-from cdclake.batch import Manifest, read_manifest, safe_batch_id
-from cdclake.reading import STAGED_SUFFIX, read_staged_raw
-from cdclake.staging import (
+from cdclake.staging import stage as staging
+from cdclake.staging.batch import Manifest, read_manifest, safe_batch_id
+from cdclake.staging.reading import STAGED_SUFFIX, read_staged_raw
+from cdclake.staging.stage import (
     StagingError,
     batch_id_for_run,
     s3_client_from_connection,
@@ -515,7 +515,7 @@ def test_credentials_never_reach_logs_errors_or_files(
 
 
 def test_named_files_are_staged_in_their_order_with_their_hashes(tmp_path: Path) -> None:
-    from cdclake.staging import stage_files
+    from cdclake.staging.stage import stage_files
 
     paths = []
     for i in range(12):

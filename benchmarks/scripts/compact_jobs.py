@@ -14,12 +14,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from cdclake.batch import Manifest
 from cdclake.bench.generate import generate
 from cdclake.jobs import compact, ddl, decode, normalize, truncate
-from cdclake.settings import Settings
-from cdclake.spark import build_session
-from cdclake.staging import stage_files
+from cdclake.runtime.settings import Settings
+from cdclake.runtime.spark import build_session
+from cdclake.staging.batch import Manifest
+from cdclake.staging.stage import stage_files
 
 
 def main() -> None:

@@ -17,8 +17,8 @@ from pyspark.sql.readwriter import DataFrameWriter
 from cdclake.bench import stages
 from cdclake.bench.generate import generate
 from cdclake.bench.memory import Sampler
-from cdclake.settings import Settings
-from cdclake.spark import build_session
+from cdclake.runtime.settings import Settings
+from cdclake.runtime.spark import build_session
 
 
 def _caller() -> str:

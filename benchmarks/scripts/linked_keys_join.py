@@ -14,8 +14,8 @@ from pathlib import Path
 
 from pyspark.sql import functions as F
 
-from cdclake.settings import Settings
-from cdclake.spark import build_session
+from cdclake.runtime.settings import Settings
+from cdclake.runtime.spark import build_session
 
 SIZES = [(750, 25_000), (20_000, 100_000)]  # (key-change links in the log, keys in the batch)
 

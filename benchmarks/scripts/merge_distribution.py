@@ -24,8 +24,8 @@ from cdclake.compaction.lake_tables import META_DDL, _table_ddl
 from cdclake.compaction.lineage import _fresh_snapshot_id
 from cdclake.compaction.publish import DISTRIBUTION_CONF, _merge_sql, _session_conf
 from cdclake.merge import bucket_of
-from cdclake.settings import Settings
-from cdclake.spark import build_session
+from cdclake.runtime.settings import Settings
+from cdclake.runtime.spark import build_session
 
 ROWS, BUCKETS = 100_000, 16
 

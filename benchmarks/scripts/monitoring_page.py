@@ -3,7 +3,7 @@
     make bench-monitoring            (or: .venv/bin/python benchmarks/scripts/monitoring_page.py)
     ... monitoring_page.py --sources 1 --tables 500 --batches 1000 --snapshots 1000 --repeat 20
 
-Writes the index the way the report task does (cdclake.monitor_index.SourceIndex, all batches of a
+Writes the index the way the report task does (cdclake.monitoring.index.SourceIndex, all batches of a
 source, then one save), one lake table with ``--snapshots`` commits (pyiceberg), then times the
 plugin's routes in-process through its FastAPI app (Starlette's TestClient: routing, the views
 and the HTML; the login check is the only part replaced, by a fixed user). Prints the median, 95th
@@ -22,9 +22,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from cdclake import monitor_index
-from cdclake.index_store import open_store
-from cdclake.settings import REPO_ROOT, Settings
+from cdclake.monitoring import index as monitor_index
+from cdclake.monitoring.index_store import open_store
+from cdclake.runtime.settings import REPO_ROOT, Settings
 
 
 def build_index(settings: Settings, sources: int, tables: int, batches: int, seed: int = 7) -> float:

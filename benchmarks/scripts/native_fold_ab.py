@@ -18,17 +18,17 @@ from pathlib import Path
 
 import psutil
 
-from cdclake.batch import Manifest
 from cdclake.bench.generate import generate
 from cdclake.compaction.folding import _aliases, _renamed, fold_part
 from cdclake.compaction.lake_tables import LOG_DDL, META_DDL, _table_ddl
 from cdclake.compaction.native_fold import fold_native
 from cdclake.compaction.routing import route_events
 from cdclake.jobs import decode, normalize
-from cdclake.schema_evolution import ColumnMap
-from cdclake.settings import Settings
-from cdclake.spark import build_session
-from cdclake.staging import stage_files
+from cdclake.runtime.settings import Settings
+from cdclake.runtime.spark import build_session
+from cdclake.schema.evolution import ColumnMap
+from cdclake.staging.batch import Manifest
+from cdclake.staging.stage import stage_files
 
 
 def _cpu_seconds() -> float:

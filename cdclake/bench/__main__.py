@@ -28,7 +28,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from cdclake.settings import REPO_ROOT, Settings
+from cdclake.runtime.settings import REPO_ROOT, Settings
 
 #: Generation cost per event and format (µs, measured), to balance the two writer processes.
 _WRITE_COST = {
@@ -300,7 +300,7 @@ def run(args: argparse.Namespace, work: Path, results: dict[str, Any]) -> None:
     from cdclake.bench.compare import compare_tables
     from cdclake.bench.memory import Sampler
     from cdclake.bench.stages import run_pipeline
-    from cdclake.spark import build_session
+    from cdclake.runtime.spark import build_session
 
     started = time.perf_counter()
     spark = build_session("cdclake-bench", work / "warehouse", master="local[*]", jars=Settings.from_env().jars())

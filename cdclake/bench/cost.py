@@ -91,7 +91,7 @@ def dag_run(work: Path, events: int = 400, tables: int | None = None, log=print)
     bench stream each, or (``tables``) ``events`` inserts then as many updates in each of that many tables."""
     import yaml
 
-    from cdclake.airflow_env import airflow_env, dags_test, migrate
+    from cdclake.airflow.env import airflow_env, dags_test, migrate
     from cdclake.bench.generate import generate
 
     work.mkdir(parents=True, exist_ok=True)

@@ -24,11 +24,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cdclake.batch import Manifest
+from cdclake.lake.tables import BATCH_PROPERTY
 from cdclake.pipeline import run_batch
-from cdclake.settings import Settings
-from cdclake.staging import stage_files
-from cdclake.tables import BATCH_PROPERTY
+from cdclake.runtime.settings import Settings
+from cdclake.staging.batch import Manifest
+from cdclake.staging.stage import stage_files
 
 TABLE = "BENCH.ORDERS"
 NOTE = "x" * 20
@@ -311,7 +311,7 @@ def run_curve(
 
 def main(argv: list[str] | None = None) -> int:
     """The merge curve alone (``python -m cdclake.bench_merge`` runs this too)."""
-    from cdclake.spark import build_session
+    from cdclake.runtime.spark import build_session
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", default=None, help="one table size (old bench_merge flag)")

@@ -13,13 +13,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cdclake.batch import Manifest, StagedFile, write_json_atomic
 from cdclake.bench.bareparse import parse_files
 from cdclake.bench.generate import generate
 from cdclake.bench.memory import Sampler
 from cdclake.formats._avro_binary import OCF_MAGIC
 from cdclake.formats._gg_avro import ocf_header
 from cdclake.jobs import decode
+from cdclake.staging.batch import Manifest, StagedFile, write_json_atomic
 
 BLOCK_EVENTS = 100_000
 

@@ -22,7 +22,6 @@ from typing import Any
 
 import pyarrow as pa
 
-from cdclake.batch import Manifest
 from cdclake.bench.bareparse import parse_files
 from cdclake.bench.generate import Generated
 from cdclake.bench.memory import Sampler
@@ -30,7 +29,8 @@ from cdclake.jobs import compact, ddl, decode, normalize, truncate
 from cdclake.options import Options
 from cdclake.pipeline import build_report
 from cdclake.registry import get_decoder
-from cdclake.staging import stage_files
+from cdclake.staging.batch import Manifest
+from cdclake.staging.stage import stage_files
 
 
 def settle_disk() -> float:
@@ -142,9 +142,9 @@ def _output_alone(gen: Generated, files: list[Path]) -> float:
     """
     import pyarrow.parquet as pq
 
-    from cdclake.event_arrow import DECODED_FILE_SCHEMA, DecodedBuilder
-    from cdclake.events import ChangeEvent, Source
-    from cdclake.parquet_stats import INTERMEDIATE_COMPRESSION
+    from cdclake.events.arrow import DECODED_FILE_SCHEMA, DecodedBuilder
+    from cdclake.events.change import ChangeEvent, Source
+    from cdclake.lake.parquet_stats import INTERMEDIATE_COMPRESSION
 
     decoder = get_decoder(gen.format_id, Options(gen.options))
     events = [e for p in files for e in decoder.decode(p.read_bytes(), p.name) if isinstance(e, ChangeEvent)]
@@ -188,8 +188,8 @@ def _warm_up() -> None:
 
     import pyarrow.parquet as pq
 
-    from cdclake.event_arrow import DecodedBuilder
-    from cdclake.events import ChangeEvent, Source
+    from cdclake.events.arrow import DecodedBuilder
+    from cdclake.events.change import ChangeEvent, Source
 
     builder = DecodedBuilder(decode.MAX_RAW_BYTES)
     builder.add_event(ChangeEvent("S.T", "INSERT", "1", dt.datetime(2024, 1, 1), Source("f", 0), after={"a": 1}))

@@ -20,12 +20,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cdclake._native import image_index as _IMAGE_INDEX
-from cdclake.arrow_tables import ChunkedTake
 from cdclake.compaction.arrow_typing import typed_values
 from cdclake.compaction.folding import _out_schema, fold_part
 from cdclake.compaction.lake_tables import META_NAMES, table_schema
 from cdclake.compaction.native_fold import RESET_OPS
-from cdclake.schema_evolution import ColumnMap
+from cdclake.events.arrow_tables import ChunkedTake
+from cdclake.schema.evolution import ColumnMap
 
 #: A key's events in the reference's order (seq, file, offset), ties by batch; then op, so that every copy of a
 #: logged event (one identity: batch, file, offset, seq, op) sits next to the others, whatever the log's order.

@@ -36,9 +36,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cdclake._native import text_forms as _TEXT_FORMS
-from cdclake.arrow_text import text_buffers
-from cdclake.coltypes import BOOLEAN, DATE, DOUBLE, LONG, STRING, TIMESTAMP, CastError, arrow_type, cast
-from cdclake.events import from_json
+from cdclake.events.arrow_text import text_buffers
+from cdclake.events.change import from_json
+from cdclake.schema.coltypes import BOOLEAN, DATE, DOUBLE, LONG, STRING, TIMESTAMP, CastError, arrow_type, cast
 
 #: A JSON number (what ``events.from_json`` reads as int or Decimal), short enough that ``float`` of it
 #: cannot overflow (an int of over 308 digits does; a Decimal never does).

@@ -28,9 +28,9 @@ from cdclake.compaction.lineage import _snapshot_info
 from cdclake.compaction.publish import _unshuffled
 from cdclake.compaction.routing import route_events
 from cdclake.compaction.switches import driver_commits_enabled, driver_fold_rows
-from cdclake.faults import fault_point
-from cdclake.schema_evolution import ColumnMap
-from cdclake.tables import BATCH_PROPERTY
+from cdclake.lake.tables import BATCH_PROPERTY
+from cdclake.runtime.faults import fault_point
+from cdclake.schema.evolution import ColumnMap
 
 
 @dataclass

@@ -20,7 +20,7 @@ from cdclake.compaction.lake_tables import HISTORY_SUFFIX, META_DDL, ROW_KEYS_PR
 from cdclake.compaction.publish import _branch_name, _drop_branch, _merge_and_publish, _unshuffled, _validated
 from cdclake.compaction.spark_fold import _write_history
 from cdclake.compaction.strategy import MERGE_ON_READ
-from cdclake.faults import fault_point, inside_commit
+from cdclake.runtime.faults import fault_point, inside_commit
 
 
 def commit_fold(

@@ -14,16 +14,16 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cdclake.coltypes import quote_ident
 from cdclake.compaction.driver_read import read_buckets
 from cdclake.compaction.lake_tables import LOG_DDL, META_NAMES, table_schema
 from cdclake.compaction.lineage import _head_summary, _java_table
 from cdclake.compaction.routing import _component_homes
 from cdclake.compaction.row_delta import POSITION_COLUMNS, Located, append_rows, commit_overwrite, commit_row_delta
-from cdclake.faults import inside_commit
+from cdclake.lake.tables import BATCH_PROPERTY
 from cdclake.merge import bucket_of
-from cdclake.spark import java_class
-from cdclake.tables import BATCH_PROPERTY
+from cdclake.runtime.faults import inside_commit
+from cdclake.runtime.spark import java_class
+from cdclake.schema.coltypes import quote_ident
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ def _to_frame(spark, table: pa.Table, ddl: str):
 
 def table_events(batch_dir: Path, source_table: str) -> int | None:
     """Events of ``source_table`` in the batch's change log, from the normalize report (None: unknown)."""
-    from cdclake.batch import read_report
+    from cdclake.staging.batch import read_report
 
     report = read_report(batch_dir, "normalize") or {}
     entry = report.get("tables", {}).get(source_table)
@@ -62,8 +62,8 @@ def bulk_shares(spark, changelog: Path, source_table: str, expected: int | None)
     """How many tables' bulk bounds (``Settings.driver_bulk_rows`` events, ``driver_bulk_bytes`` uncompressed
     bytes of them, from its folder's Parquet footers) this table batch needs; None: the bulk path never
     takes it (unknown size, no folder, the native fold off)."""
-    from cdclake.batch_events import decoded_bytes
-    from cdclake.settings import Settings
+    from cdclake.events.batch import decoded_bytes
+    from cdclake.runtime.settings import Settings
 
     settings = Settings.from_env()
     if expected is None or not settings.native_fold or not settings.driver_bulk_rows:
@@ -79,7 +79,7 @@ def bulk_bound(spark, changelog: Path, source_table: str, expected: int | None) 
     """The bulk path's bound when it takes this table batch: ``Settings.driver_bulk_rows`` times the shares
     it may take (one, or all of them inside :func:`whole_budget`) when it needs no more; None when it does
     not take it (docs/decisions.md, "The bulk path in the driver")."""
-    from cdclake.settings import Settings
+    from cdclake.runtime.settings import Settings
 
     shares = _BULK_SHARES.get()
     needed = bulk_shares(spark, changelog, source_table, expected)

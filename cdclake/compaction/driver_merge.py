@@ -23,7 +23,7 @@ from cdclake.compaction.lineage import _head_summary
 from cdclake.compaction.row_state import fold_onto_rows
 from cdclake.compaction.strategy import MERGE_ON_READ
 from cdclake.compaction.switches import native_fold_enabled
-from cdclake.faults import fault_point
+from cdclake.runtime.faults import fault_point
 
 
 @dataclass

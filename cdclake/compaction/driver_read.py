@@ -92,8 +92,8 @@ def _deleted(paths: list[str], counts: list[int], deletes: dict[str, list[pa.Chu
 
 def _io_properties(location: str) -> dict[str, str]:
     """pyiceberg FileIO properties for the metadata's location (S3 endpoint and style from the settings)."""
-    from cdclake.settings import CatalogSettings, is_s3
-    from cdclake.tables import s3_properties
+    from cdclake.lake.tables import s3_properties
+    from cdclake.runtime.settings import CatalogSettings, is_s3
 
     return s3_properties(CatalogSettings.from_env()) if is_s3(location) else {}
 

@@ -9,11 +9,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from cdclake.coltypes import arrow_type, quote_ident
 from cdclake.compaction.lake_tables import table_schema
 from cdclake.compaction.routing import prepared_rows
 from cdclake.merge import LoggedEvent, bucket_of, key_of, refold
-from cdclake.schema_evolution import ColumnMap
+from cdclake.schema.coltypes import arrow_type, quote_ident
+from cdclake.schema.evolution import ColumnMap
 
 
 def _aliases(columns: list[tuple[str, str]]) -> list[str]:

@@ -9,9 +9,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from cdclake.coltypes import arrow_type, canonical_type, quote_ident
 from cdclake.compaction.lineage import table_properties
-from cdclake.naming import SOURCE_TABLE_PROPERTY
+from cdclake.lake.naming import SOURCE_TABLE_PROPERTY
+from cdclake.schema.coltypes import arrow_type, canonical_type, quote_ident
 
 META_DDL = "_cdc_op string, _cdc_seq string, _cdc_ts timestamp, _cdc_batch string, _cdc_bucket int, _cdc_key string"
 META_NAMES = ["_cdc_op", "_cdc_seq", "_cdc_ts", "_cdc_batch", "_cdc_bucket", "_cdc_key"]

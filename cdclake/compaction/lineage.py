@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from cdclake.spark import java_class
-from cdclake.tables import BATCH_PROPERTY
+from cdclake.lake.tables import BATCH_PROPERTY
+from cdclake.runtime.spark import java_class
 
 #: Snapshots walked one Py4J call at a time (several calls each); a longer lineage is read from the
 #: table's metadata JSON in one call (0.05 s for 300 snapshots, against 0.17 s walked).

@@ -34,10 +34,10 @@ from functools import reduce
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cdclake.coltypes import arrow_type, cast
 from cdclake.compaction.folding import _aliases, _out_schema
 from cdclake.compaction.lake_tables import META_DDL, _sql_string, _table_ddl
-from cdclake.events import from_json
+from cdclake.events.change import from_json
+from cdclake.schema.coltypes import arrow_type, cast
 
 RESET_OPS = ("INSERT", "UPSERT", "DELETE")
 

@@ -8,10 +8,10 @@ import contextlib
 import hashlib
 from collections.abc import Iterator
 
-from cdclake.coltypes import quote_ident
 from cdclake.compaction.lake_tables import META_NAMES, _sql_string
 from cdclake.compaction.lineage import _has_ref, _snapshot_info
-from cdclake.faults import inside_commit
+from cdclake.runtime.faults import inside_commit
+from cdclake.schema.coltypes import quote_ident
 
 #: Tries of a table's compaction when another process commits to its buckets meanwhile.
 COMMIT_ATTEMPTS = 3

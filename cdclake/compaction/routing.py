@@ -11,13 +11,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cdclake.arrow_text import text_buckets
-from cdclake.coltypes import CastError
 from cdclake.compaction.arrow_typing import image_keys, typed_images
 from cdclake.compaction.lake_tables import ROUTED_SCHEMA
-from cdclake.events import ROW_OPS, image_from_text
+from cdclake.events.arrow_text import text_buckets
+from cdclake.events.change import ROW_OPS, image_from_text
 from cdclake.merge import PreparedEvent, bucket_of, key_of, keyed_event, prepare
-from cdclake.schema_evolution import ColumnMap
+from cdclake.schema.coltypes import CastError
+from cdclake.schema.evolution import ColumnMap
 
 #: More keys linked by key changes than this are folded by reading whole buckets.
 MAX_LINK_ROUNDS = 8

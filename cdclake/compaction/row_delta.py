@@ -30,11 +30,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from cdclake.arrow_tables import ChunkedTake
-from cdclake.faults import AFTER_FILES_WRITTEN, fault_point
+from cdclake.events.arrow_tables import ChunkedTake
+from cdclake.lake.parquet_stats import dictionary_columns, statistics_columns
 from cdclake.merge import bucket_of
-from cdclake.parquet_stats import dictionary_columns, statistics_columns
-from cdclake.spark import java_class
+from cdclake.runtime.faults import AFTER_FILES_WRITTEN, fault_point
+from cdclake.runtime.spark import java_class
 
 #: Iceberg's reserved field ids of a position delete file's columns (the spec's ``file_path`` and ``pos``).
 DELETE_FILE_PATH_ID, DELETE_POS_ID = 2147483546, 2147483545

@@ -25,7 +25,7 @@ import pyarrow as pa
 from cdclake.compaction.folding import folded_output
 from cdclake.compaction.routing import prepared_rows
 from cdclake.merge import apply_events
-from cdclake.schema_evolution import ColumnMap
+from cdclake.schema.evolution import ColumnMap
 
 
 def candidate_keys(events: pa.Table) -> set[str]:

@@ -26,9 +26,9 @@ from cdclake.compaction.publish import _validated
 from cdclake.compaction.routing import _component_homes, _with_part
 from cdclake.compaction.strategy import MERGE_ON_READ
 from cdclake.compaction.switches import native_fold_enabled
-from cdclake.faults import fault_point
-from cdclake.schema_evolution import ColumnMap
-from cdclake.tables import BATCH_PROPERTY
+from cdclake.lake.tables import BATCH_PROPERTY
+from cdclake.runtime.faults import fault_point
+from cdclake.schema.evolution import ColumnMap
 
 
 def _with_event_part(spark, log_events, part_of: dict[str, int]):

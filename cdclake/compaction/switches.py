@@ -6,27 +6,27 @@ from __future__ import annotations
 
 def driver_fold_rows() -> int:
     """The driver-fold bound (``Settings.driver_fold_rows``; docs/decisions.md, "Small batches fold in the driver")."""
-    from cdclake.settings import Settings
+    from cdclake.runtime.settings import Settings
 
     return Settings.from_env().driver_fold_rows
 
 
 def row_state_enabled() -> bool:
     """``Settings.row_state`` (docs/decisions.md, "Row state")."""
-    from cdclake.settings import Settings
+    from cdclake.runtime.settings import Settings
 
     return Settings.from_env().row_state
 
 
 def driver_commits_enabled() -> bool:
     """``Settings.driver_commits`` (docs/decisions.md, "The driver fold commits its own files")."""
-    from cdclake.settings import Settings
+    from cdclake.runtime.settings import Settings
 
     return Settings.from_env().driver_commits
 
 
 def native_fold_enabled() -> bool:
     """``Settings.native_fold`` (docs/decisions.md, "The fold at native speed")."""
-    from cdclake.settings import Settings
+    from cdclake.runtime.settings import Settings
 
     return Settings.from_env().native_fold

@@ -76,9 +76,9 @@ from cdclake.compaction.publish import COMMIT_ATTEMPTS, _branch_name, _drop_bran
 from cdclake.compaction.spark_fold import _fold_on_workers
 from cdclake.compaction.strategy import OVERWRITE, _choose_mode
 from cdclake.compaction.switches import driver_commits_enabled
-from cdclake.faults import fault_point
-from cdclake.schema_evolution import ColumnMap
-from cdclake.tables import BATCH_PROPERTY
+from cdclake.lake.tables import BATCH_PROPERTY
+from cdclake.runtime.faults import fault_point
+from cdclake.schema.evolution import ColumnMap
 
 logger = logging.getLogger(__name__)
 

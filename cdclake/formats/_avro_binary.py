@@ -19,7 +19,7 @@ from typing import Any
 
 import fastavro
 
-from cdclake.limits import MAX_RAW_BYTES
+from cdclake.runtime.limits import MAX_RAW_BYTES
 
 OCF_MAGIC = b"Obj\x01"
 SYNC_SIZE = 16

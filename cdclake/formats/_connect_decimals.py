@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cdclake._native import value_texts as _VALUE_TEXTS
-from cdclake.arrow_text import text_buffers, with_spelt
+from cdclake.events.arrow_text import text_buffers, with_spelt
 
 #: A column kind (``_json_columns``' kinds): a Connect decimal of base64 bytes with this scale added (0-63).
 CONNECT_DECIMAL_KIND = 32

@@ -43,7 +43,7 @@ from typing import Any, ClassVar
 import fastavro
 import fastavro.schema
 
-from cdclake.events import ChangeEvent, Rejected, Source, format_ts
+from cdclake.events.change import ChangeEvent, Rejected, Source, format_ts
 from cdclake.formats._avro_binary import (
     OCF_MAGIC,
     PRIMITIVE_SIZES,
@@ -68,8 +68,10 @@ from cdclake.formats._avro_binary import (
 )
 from cdclake.formats._gg_common import OP_OPTIONS, OpKeys, op_and_order, python_codec, schema_event_before
 from cdclake.formats._json import loads_unique
-from cdclake.limits import MAX_AVRO_TYPE_DEPTH as MAX_TYPE_DEPTH
-from cdclake.limits import (
+from cdclake.options import OptionError, Options
+from cdclake.registry import Decoder
+from cdclake.runtime.limits import MAX_AVRO_TYPE_DEPTH as MAX_TYPE_DEPTH
+from cdclake.runtime.limits import (
     MAX_BLOCK_BYTES,
     MAX_DECIMAL_PRECISION,
     MAX_FILE_BYTES,
@@ -80,9 +82,7 @@ from cdclake.limits import (
     MAX_SCHEMA_FILES,
     MAX_SCHEMA_JSON_DEPTH,
 )
-from cdclake.limits import MAX_OCF_HEADER_ENTRIES as MAX_HEADER_ENTRIES
-from cdclake.options import OptionError, Options
-from cdclake.registry import Decoder
+from cdclake.runtime.limits import MAX_OCF_HEADER_ENTRIES as MAX_HEADER_ENTRIES
 
 #: Operation metadata fields the formatters write before the column data (Table 6-5, 6-8).
 META_FIELDS = ("table", "op_type", "op_ts", "current_ts", "pos", "primary_keys", "tokens")

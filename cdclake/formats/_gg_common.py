@@ -24,11 +24,11 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
-from cdclake.coltypes import BOOLEAN, DOUBLE, LONG, STRING, canonical_type
-from cdclake.events import ChangeEvent, Source
+from cdclake.events.change import ChangeEvent, Source
 from cdclake.formats._timestamps import from_match
-from cdclake.limits import MAX_RAW_BYTES, MAX_SCHEMA_BYTES
 from cdclake.options import OptionError, Options
+from cdclake.runtime.limits import MAX_RAW_BYTES, MAX_SCHEMA_BYTES
+from cdclake.schema.coltypes import BOOLEAN, DOUBLE, LONG, STRING, canonical_type
 
 #: ``seq`` width: ``pos`` digits are left-padded with zeros to this many characters.
 SEQ_WIDTH = 32
@@ -326,7 +326,7 @@ def parse_columns_option(value: str | None) -> dict[str | None, Layout]:
     """The ``columns`` option: ``TABLE(COL[:type][:key],...);TABLE2(...)`` or ``COL[:type][:key],...``.
 
     Without a ``TABLE(...)`` wrapper the list applies to every table (key ``None``). Types are
-    the column types of :mod:`cdclake.coltypes` (``decimal(10,2)`` may contain a comma).
+    the column types of :mod:`cdclake.schema.coltypes` (``decimal(10,2)`` may contain a comma).
     """
     layouts: dict[str | None, Layout] = {}
     if value is None or not value.strip():

@@ -19,13 +19,13 @@ from msgspec import UNSET, Raw, UnsetType
 from cdclake._native import json_objects as _NATIVE
 from cdclake._native import text_forms as _TEXT_FORMS
 from cdclake._native import value_texts as _VALUE_TEXTS
-from cdclake.arrow_text import first_bytes, holding, replaced, text_buffers, with_spelt
-from cdclake.event_arrow import DECODED_FILE_SCHEMA
-from cdclake.events import Rejected, Source, value_text
+from cdclake.events.arrow import DECODED_FILE_SCHEMA
+from cdclake.events.arrow_text import first_bytes, holding, replaced, text_buffers, with_spelt
+from cdclake.events.change import Rejected, Source, value_text
 from cdclake.formats._connect_decimals import with_connect_decimals
 from cdclake.formats._json import _unique_object
 from cdclake.formats._json_shapes import JsonShapes, json_shapes
-from cdclake.limits import MAX_JSON_DEPTH, MAX_RECORD_BYTES
+from cdclake.runtime.limits import MAX_JSON_DEPTH, MAX_RECORD_BYTES
 
 LOG = logging.getLogger(__name__)
 

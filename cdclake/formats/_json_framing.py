@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
-from cdclake.events import Rejected, Source
+from cdclake.events.change import Rejected, Source
 from cdclake.formats._gg_common import ESCAPED
 from cdclake.formats._json import JsonScanner, duplicate_reason, nests_deeper
 

@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from cdclake._native import text_forms as _TEXT_FORMS
-from cdclake.arrow_text import text_buffers
+from cdclake.events.arrow_text import text_buffers
 
 _EXPONENT, _POINT = 1, 2
 _SPECIAL = np.zeros(256, np.uint8)

@@ -4,7 +4,7 @@ Shared by the decoders whose records are Kafka Connect ``JsonConverter`` output
 (``debezium-json``; also usable by ``cdl-json`` and others). The public API:
 
 - :func:`struct_fields` — field name -> field schema of a ``struct`` schema (None if not a struct).
-- :func:`column_type` — the ``cdclake.coltypes`` type of a field schema (None: no hint).
+- :func:`column_type` — the ``cdclake.schema.coltypes`` type of a field schema (None: no hint).
 - :func:`column_types` — :func:`column_type` for every field of a struct schema.
 - :func:`schema_columns` — every field of a struct schema with its type or None, in field order
   (the full column list a ``SCHEMA`` event announces).
@@ -45,10 +45,10 @@ from typing import Any
 
 import orjson
 
-from cdclake.coltypes import canonical_type
-from cdclake.events import format_ts
+from cdclake.events.change import format_ts
 from cdclake.formats._timestamps import from_match, zone_offset
-from cdclake.limits import MAX_CONNECT_SCHEMA_DEPTH, MAX_DECIMAL_BYTES, MAX_DECIMAL_CHARS
+from cdclake.runtime.limits import MAX_CONNECT_SCHEMA_DEPTH, MAX_DECIMAL_BYTES, MAX_DECIMAL_CHARS
+from cdclake.schema.coltypes import canonical_type
 
 #: Kafka Connect's logical type names.
 CONNECT_DECIMAL = "org.apache.kafka.connect.data.Decimal"
@@ -662,7 +662,7 @@ def date_from_days(days: int) -> str:
 
 def timestamp_from_epoch(value: int, units_per_second: int) -> str:
     """An epoch count in ``units_per_second`` (1000: ms) as ISO-8601 UTC with ``Z`` (microseconds):
-    :func:`~cdclake.events.format_ts`'s spelling, from a naive epoch (no zone to convert per value)."""
+    :func:`~cdclake.events.change.format_ts`'s spelling, from a naive epoch (no zone to convert per value)."""
     micros = value * 1_000_000 // units_per_second
     try:
         # positional arguments: keywords cost a sixth of the call (instructions, cachegrind)

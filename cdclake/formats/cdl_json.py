@@ -44,7 +44,7 @@ from collections.abc import Iterator
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
-from cdclake.events import ChangeEvent, Rejected
+from cdclake.events.change import ChangeEvent, Rejected
 from cdclake.formats import _kafka_connect as kc
 from cdclake.formats._datahub import (
     JsonRecord,

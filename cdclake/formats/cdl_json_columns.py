@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 from msgspec import UNSET, Raw
 
-from cdclake.event_arrow import DECODED_FILE_SCHEMA
-from cdclake.events import joined_text, meta_text
+from cdclake.events.arrow import DECODED_FILE_SCHEMA
+from cdclake.events.change import joined_text, meta_text
 from cdclake.formats import _kafka_connect as kc
 from cdclake.formats._datahub import RecordError
 from cdclake.formats._json_columns import (

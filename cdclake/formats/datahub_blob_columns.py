@@ -31,8 +31,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from msgspec import UNSET, Raw
 
-from cdclake.event_arrow import DECODED_FILE_SCHEMA
-from cdclake.events import joined_text, meta_text
+from cdclake.events.arrow import DECODED_FILE_SCHEMA
+from cdclake.events.change import joined_text, meta_text
 from cdclake.formats import _kafka_connect as kc
 from cdclake.formats._datahub import RecordError, datahub_seq, epoch_millis, from_epoch, pair_meta
 from cdclake.formats._json_columns import (

@@ -35,7 +35,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from cdclake.events import ChangeEvent, Rejected, Source
+from cdclake.events.change import ChangeEvent, Rejected, Source
 from cdclake.formats._datahub import (
     MAX_RAW_BYTES,
     MAX_RECORD_BYTES,

@@ -46,15 +46,15 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from cdclake.events import ChangeEvent, Rejected
+from cdclake.events.change import ChangeEvent, Rejected
 from cdclake.formats import _kafka_connect as kc
 from cdclake.formats._gg_common import ESCAPED, ByteOffsets, decode_escaping, schema_event_before
 from cdclake.formats._json import json_kind, truncation_hint
 from cdclake.formats._json_framing import JsonFraming, JsonLimits, JsonRecord, line_of, scan_records
-from cdclake.limits import MAX_JSON_DEPTH as MAX_DEPTH
-from cdclake.limits import MAX_RAW_BYTES, MAX_RECORD_BYTES
 from cdclake.options import OptionError, Options
 from cdclake.registry import Decoder, register
+from cdclake.runtime.limits import MAX_JSON_DEPTH as MAX_DEPTH
+from cdclake.runtime.limits import MAX_RAW_BYTES, MAX_RECORD_BYTES
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -38,8 +38,8 @@ import numpy as np
 import pyarrow as pa
 from msgspec import UNSET, Raw
 
-from cdclake.event_arrow import DECODED_FILE_SCHEMA, DecodedBuilder
-from cdclake.events import ChangeEvent, Source, joined_text, meta_text, value_text
+from cdclake.events.arrow import DECODED_FILE_SCHEMA, DecodedBuilder
+from cdclake.events.change import ChangeEvent, Source, joined_text, meta_text, value_text
 from cdclake.formats import _kafka_connect as kc
 from cdclake.formats._connect_decimals import connect_decimal_kind
 from cdclake.formats._json_columns import (
@@ -65,7 +65,7 @@ from cdclake.formats.debezium_json import (
     event_meta,
     transaction_ids,
 )
-from cdclake.limits import MAX_RAW_BYTES
+from cdclake.runtime.limits import MAX_RAW_BYTES
 
 if TYPE_CHECKING:
     from cdclake.formats.debezium_json import DebeziumJsonDecoder

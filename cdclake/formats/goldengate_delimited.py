@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from cdclake.events import ChangeEvent, Rejected, Source, format_ts
+from cdclake.events.change import ChangeEvent, Rejected, Source, format_ts
 from cdclake.formats._gg_common import (
     ESCAPED,
     OP_OPTIONS,
@@ -46,9 +46,9 @@ from cdclake.formats._gg_common import (
     raw_slice,
     typed,
 )
-from cdclake.limits import MAX_RECORD_BYTES
 from cdclake.options import OptionError, Options
 from cdclake.registry import Decoder, register
+from cdclake.runtime.limits import MAX_RECORD_BYTES
 
 #: Metadata fields in the order the formatter writes them: (include option, name in reasons).
 _META_FIELDS = (

@@ -39,9 +39,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from msgspec import UNSET, Raw, UnsetType
 
-from cdclake.arrow_text import replaced
-from cdclake.event_arrow import DECODED_FILE_SCHEMA
-from cdclake.events import meta_text, value_text
+from cdclake.events.arrow import DECODED_FILE_SCHEMA
+from cdclake.events.arrow_text import replaced
+from cdclake.events.change import meta_text, value_text
 from cdclake.formats._gg_common import _OP_TS, SEQ_WIDTH, parse_ts, pos_to_seq
 from cdclake.formats._json_columns import (
     VALUE_READER,

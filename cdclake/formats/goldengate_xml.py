@@ -31,7 +31,7 @@ from typing import Any
 from defusedxml import DTDForbidden, EntitiesForbidden, ExternalReferenceForbidden
 from defusedxml.ElementTree import fromstring
 
-from cdclake.events import ChangeEvent, Rejected, Source
+from cdclake.events.change import ChangeEvent, Rejected, Source
 from cdclake.formats._gg_common import (
     ESCAPE_ERRORS,
     ESCAPED,
@@ -52,10 +52,10 @@ from cdclake.formats._gg_common import (
     raw_slice,
     typed,
 )
-from cdclake.limits import MAX_RECORD_BYTES
-from cdclake.limits import MAX_XML_DEPTH as MAX_DEPTH
 from cdclake.options import OptionError, Options
 from cdclake.registry import Decoder, register
+from cdclake.runtime.limits import MAX_RECORD_BYTES
+from cdclake.runtime.limits import MAX_XML_DEPTH as MAX_DEPTH
 
 _XML_DECL = re.compile(r"<\?xml[\s?]")
 _BOUNDARY = re.compile(r"<\?xml[\s?]|<operation[\s/>]")

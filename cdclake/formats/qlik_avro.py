@@ -43,8 +43,7 @@ from typing import Any
 import fastavro
 import fastavro.schema
 
-from cdclake.coltypes import canonical_type
-from cdclake.events import ChangeEvent, Rejected, Source, format_ts, to_json
+from cdclake.events.change import ChangeEvent, Rejected, Source, format_ts, to_json
 from cdclake.formats._avro_binary import (
     OCF_MAGIC,
     PRIMITIVE_SIZES,
@@ -69,11 +68,12 @@ from cdclake.formats._avro_binary import (
 )
 from cdclake.formats._json import loads_unique
 from cdclake.formats._kafka_connect import parse_timestamp
-from cdclake.limits import MAX_BLOCK_BYTES, MAX_FILE_BYTES, MAX_RAW_BYTES, MAX_RECORD_BYTES, MAX_SCHEMA_BYTES
-from cdclake.limits import MAX_QLIK_MAP_ENTRIES as MAX_MAP_ENTRIES
-from cdclake.limits import MAX_QLIK_TYPE_DEPTH as MAX_TYPE_DEPTH
 from cdclake.options import Options
 from cdclake.registry import Decoder, register
+from cdclake.runtime.limits import MAX_BLOCK_BYTES, MAX_FILE_BYTES, MAX_RAW_BYTES, MAX_RECORD_BYTES, MAX_SCHEMA_BYTES
+from cdclake.runtime.limits import MAX_QLIK_MAP_ENTRIES as MAX_MAP_ENTRIES
+from cdclake.runtime.limits import MAX_QLIK_TYPE_DEPTH as MAX_TYPE_DEPTH
+from cdclake.schema.coltypes import canonical_type
 
 MAGIC = b"atMSG"
 #: Parsed schemas kept (by text) for reuse.

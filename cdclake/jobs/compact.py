@@ -14,7 +14,6 @@ import math
 from pathlib import Path
 from typing import Any
 
-from cdclake.batch import read_manifest, write_report
 from cdclake.compaction.driver_io import bulk_shares, table_events, whole_budget
 from cdclake.compaction.lake_tables import (
     HISTORY_SUFFIX,
@@ -29,6 +28,7 @@ from cdclake.compaction.publish import SNAPSHOT_PROPERTY_CONF, _branch_name
 from cdclake.compaction.runner import CompactFailed, compact_tables
 from cdclake.compaction.strategy import MAX_EXTRA_FILES_PROPERTY, MIN_ROWS_PROPERTY, MOR_MIN_BUCKET_ROWS
 from cdclake.compaction.table import compact_table
+from cdclake.staging.batch import read_manifest, write_report
 
 __all__ = [
     "HISTORY_SUFFIX",
@@ -90,7 +90,7 @@ def run(
     A table that fails does not stop the others: the report (written first) names it with its
     error, then :class:`CompactFailed` fails the task, whose retry skips the committed tables.
     """
-    from cdclake.settings import Settings
+    from cdclake.runtime.settings import Settings
 
     batch_dir = Path(batch_dir)
     manifest = read_manifest(batch_dir)

@@ -27,10 +27,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from cdclake.batch import read_manifest, write_report
-from cdclake.coltypes import canonical_type, quote_ident
 from cdclake.compaction.lineage import current_schema_id, table_properties
-from cdclake.schema_changes import (
+from cdclake.schema.changes import (
     ADD_COLUMN,
     CREATE_TABLE,
     DROP_COLUMN,
@@ -38,7 +36,8 @@ from cdclake.schema_changes import (
     RENAME_COLUMN,
     SchemaChange,
 )
-from cdclake.schema_evolution import (
+from cdclake.schema.coltypes import canonical_type, quote_ident
+from cdclake.schema.evolution import (
     HISTORY_PROPERTY,
     IncompatibleChange,
     check,
@@ -47,6 +46,7 @@ from cdclake.schema_evolution import (
     is_noop,
     parse_history,
 )
+from cdclake.staging.batch import read_manifest, write_report
 
 
 class SchemaPolicyError(RuntimeError):
@@ -58,7 +58,7 @@ def _sql_string(value: str) -> str:
 
 
 def _columns(spark, name: str) -> dict[str, str]:
-    from cdclake.coltypes import type_from_engine
+    from cdclake.schema.coltypes import type_from_engine
 
     return {
         f.name: type_from_engine(f.dataType.simpleString())
@@ -105,7 +105,7 @@ def plan(changes: list[SchemaChange], columns: dict[str, str], keys: list[str]) 
 def _create_from_change(spark, table: str, doc: dict[str, Any], changes: list[SchemaChange], manifest, buckets: int):
     """A new table announced by CREATE TABLE / a schema message before any row: create it if its key is known."""
     from cdclake.jobs.compact import ensure_tables
-    from cdclake.naming import iceberg_identifier
+    from cdclake.lake.naming import iceberg_identifier
 
     created = [c for c in changes if c.kind == CREATE_TABLE]
     columns = evolve_columns([], changes)

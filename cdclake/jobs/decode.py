@@ -25,19 +25,27 @@ from typing import Any
 
 import pyarrow as pa
 
-from cdclake.batch import read_manifest, write_json_atomic, write_report
-from cdclake.batch_events import TaskSurvey
-from cdclake.decoded_tables import TableFilesWriter
-from cdclake.event_arrow import DECODED_FILE_SCHEMA, DecodedBuilder
-from cdclake.events import EVENT_SCHEMA, REJECT_SCHEMA, ChangeEvent, Rejected, Source, event_to_row, rejected_to_row
+from cdclake.events.arrow import DECODED_FILE_SCHEMA, DecodedBuilder
+from cdclake.events.batch import TaskSurvey
+from cdclake.events.change import (
+    EVENT_SCHEMA,
+    REJECT_SCHEMA,
+    ChangeEvent,
+    Rejected,
+    Source,
+    event_to_row,
+    rejected_to_row,
+)
+from cdclake.events.decoded import TableFilesWriter
 from cdclake.formats._avro_binary import OCF_MAGIC, SYNC_SIZE, Malformed, read_varint
 from cdclake.formats._gg_avro import codec_problem, ocf_header
 from cdclake.jobs.decode_processes import run_tasks
+from cdclake.lake.parquet_stats import intermediate_options
 from cdclake.options import Options
-from cdclake.parquet_stats import intermediate_options
-from cdclake.reading import GZIP_MAGIC, LandingFileError, content_size, open_staged, read_staged_bytes
 from cdclake.registry import get_decoder
-from cdclake.settings import Settings
+from cdclake.runtime.settings import Settings
+from cdclake.staging.batch import read_manifest, write_json_atomic, write_report
+from cdclake.staging.reading import GZIP_MAGIC, LandingFileError, content_size, open_staged, read_staged_bytes
 
 #: Rows per Arrow batch written to Parquet.
 CHUNK_ROWS = 8192

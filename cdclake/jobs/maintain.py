@@ -28,7 +28,7 @@ from typing import Any
 
 from cdclake.compaction.lake_tables import HISTORY_SUFFIX, LOG_SUFFIX, _sql_string
 from cdclake.compaction.lineage import _head_summary
-from cdclake.settings import CATALOG_NAME
+from cdclake.runtime.settings import CATALOG_NAME
 
 DEFAULT_KEEP_DAYS = 7.0
 DEFAULT_KEEP_SNAPSHOTS = 100
@@ -100,9 +100,9 @@ def maintain_table(
 
 def source_tables(source_dir: Path) -> list[str]:
     """Spark names of the lake tables a source has written (from its staged batches)."""
-    from cdclake.batch import read_manifest
     from cdclake.jobs.rebuild import _known_tables, source_batches
-    from cdclake.naming import spark_table_name
+    from cdclake.lake.naming import spark_table_name
+    from cdclake.staging.batch import read_manifest
 
     batches = source_batches(source_dir)
     if not batches:

@@ -6,7 +6,7 @@ format), and one type per column (existing table columns keep their type; new
 columns get the type their values imply, or the format's hint). Row events of a
 table without a known key are quarantined with a reason instead of guessed, and so
 are row events carrying a column name the lake cannot hold
-(``cdclake.naming.column_name_problem``: empty, NUL, the reserved ``_cdc_`` prefix,
+(``cdclake.lake.naming.column_name_problem``: empty, NUL, the reserved ``_cdc_`` prefix,
 a letter-case twin of another column); any other name is stored exactly.
 """
 
@@ -17,8 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from cdclake.batch import read_manifest, write_json_atomic, write_report
-from cdclake.batch_events import (
+from cdclake.compaction.lineage import table_properties
+from cdclake.events.batch import (
     SCHEMA_EVENT_COLUMNS,
     ChangelogWriter,
     DriverEvents,
@@ -26,14 +26,14 @@ from cdclake.batch_events import (
     decoded_rows,
     merged_surveys,
 )
-from cdclake.coltypes import canonical_type, type_from_engine, unify
-from cdclake.compaction.lineage import table_properties
-from cdclake.decoded_tables import escape_table, is_per_table, publish_changelog
-from cdclake.events import ROW_OPS
+from cdclake.events.change import ROW_OPS
+from cdclake.events.decoded import escape_table, is_per_table, publish_changelog
 from cdclake.jobs.decode import DECODED_SPARK_DDL
-from cdclake.naming import column_name_problem, iceberg_identifier, spark_table_name
-from cdclake.schema_changes import ADD_COLUMN, SchemaChange
-from cdclake.schema_evolution import HISTORY_PROPERTY, column_map, evolve_columns, parse_history
+from cdclake.lake.naming import column_name_problem, iceberg_identifier, spark_table_name
+from cdclake.schema.changes import ADD_COLUMN, SchemaChange
+from cdclake.schema.coltypes import canonical_type, type_from_engine, unify
+from cdclake.schema.evolution import HISTORY_PROPERTY, column_map, evolve_columns, parse_history
+from cdclake.staging.batch import read_manifest, write_json_atomic, write_report
 from cdclake.transactions import held_inputs, held_output, split_incomplete, tx_mark
 
 #: Tables whose lake state (columns, schema history) is looked up at once.
@@ -322,7 +322,7 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
         r["meta"] = json.loads(r["meta"]) if r["meta"] else {}
         if r["table"]:
             table_state(r["table"])
-    from cdclake.schema_events import changes_from_events
+    from cdclake.schema.events import changes_from_events
 
     def scd2(table: str) -> bool:
         return table in manifest.scd2 or "*" in manifest.scd2
@@ -554,7 +554,7 @@ def _driver_events(spark, event_dir: Path, carried_dirs: list[Path]) -> DriverEv
     """This batch's events in Arrow when normalize runs in the driver (at most
     ``Settings.driver_normalize_max_rows`` of them, in chunks of ``driver_normalize_rows`` / ``_bytes``;
     not with events carried in from earlier batches, nor without a JVM), else None."""
-    from cdclake.settings import Settings
+    from cdclake.runtime.settings import Settings
 
     settings = Settings.from_env()
     files = decoded_files(event_dir)

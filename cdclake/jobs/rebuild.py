@@ -18,8 +18,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from cdclake.batch import Manifest, read_manifest, write_json_atomic, write_report
 from cdclake.compaction.lineage import table_properties
+from cdclake.staging.batch import Manifest, read_manifest, write_json_atomic, write_report
 
 REBUILD_DIR = "_rebuild"
 
@@ -32,8 +32,8 @@ def source_batches(source_dir: Path) -> list[Path]:
 
 def _table_layout(spark, source_table: str, manifest: Manifest) -> dict[str, Any] | None:
     from cdclake.jobs.normalize import _existing_columns, recorded_history
-    from cdclake.naming import iceberg_identifier, spark_table_name
-    from cdclake.schema_evolution import column_map
+    from cdclake.lake.naming import iceberg_identifier, spark_table_name
+    from cdclake.schema.evolution import column_map
 
     name = spark_table_name(source_table, manifest.namespace)
     columns = _existing_columns(spark, name)
@@ -89,7 +89,7 @@ def from_changelog(spark, source_dir: Path, tables: list[str], run_id: str, buck
 def from_archive(spark, source_dir: Path, tables: list[str], run_id: str, buckets: int) -> dict[str, Any]:
     from cdclake.jobs import compact, ddl, decode, normalize, truncate
     from cdclake.jobs.compact import HISTORY_SUFFIX, LOG_SUFFIX
-    from cdclake.naming import spark_table_name
+    from cdclake.lake.naming import spark_table_name
 
     batches = source_batches(source_dir)
     if not batches:

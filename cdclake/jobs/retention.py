@@ -17,7 +17,7 @@ from typing import Any
 
 from cdclake.compaction.lineage import table_properties
 from cdclake.jobs.compact import LOG_SUFFIX
-from cdclake.tables import BATCH_PROPERTY
+from cdclake.lake.tables import BATCH_PROPERTY
 
 DEFAULT_RETENTION_DAYS = 30.0
 

@@ -15,8 +15,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from cdclake.batch import read_manifest, write_report
-from cdclake.tables import BATCH_PROPERTY
+from cdclake.lake.tables import BATCH_PROPERTY
+from cdclake.staging.batch import read_manifest, write_report
 
 #: Suffix of the batch id on the truncate step's commits (compact's own marker stays the batch id).
 MARK = ":truncate"

@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from cdclake.settings import REPO_ROOT
+from cdclake.runtime.settings import REPO_ROOT
 
 COMPOSE_FILE = REPO_ROOT / "docker-compose.yaml"
 ENV_EXAMPLE = REPO_ROOT / ".env.example"

@@ -30,7 +30,7 @@ from typing import Any
 from cdclake.localstack.compose import LOCALHOST, Placement, load_services, read_env_file
 from cdclake.localstack.postgres import Postgres
 from cdclake.localstack.processes import Service, free_port, http_ok, run
-from cdclake.settings import REPO_ROOT
+from cdclake.runtime.settings import REPO_ROOT
 
 VENV_BIN = Path(sys.executable).parent
 #: Services started, in order (compose's depends_on order); the triggerer is not needed.

@@ -8,7 +8,7 @@ import json
 import pyarrow as pa
 from hypothesis import strategies as st
 
-from cdclake.events import to_json
+from cdclake.events.change import to_json
 from cdclake.merge import bucket_of
 
 COLUMNS = [("id", "bigint"), ("name", "string"), ("qty", "decimal(10,2)"), ("at", "timestamp")]

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from cdclake.compaction.arrow_fold import chain_keys, fold_arrow, fold_driver
 from cdclake.compaction.folding import fold_part
 from cdclake.compaction.lake_tables import LOG_SCHEMA, table_schema
-from cdclake.events import to_json
+from cdclake.events.change import to_json
 from cdclake.merge import bucket_of
 
 ARGS = {"keys": ["id"], "columns": COLUMNS, "batch_id": CURRENT, "buckets": BUCKETS}

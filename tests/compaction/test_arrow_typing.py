@@ -12,9 +12,9 @@ from fuzzing import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cdclake.coltypes import CastError, arrow_type, cast
 from cdclake.compaction.arrow_typing import typed_values
-from cdclake.events import from_json, value_text
+from cdclake.events.change import from_json, value_text
+from cdclake.schema.coltypes import CastError, arrow_type, cast
 
 TYPES = [
     "bigint",

@@ -31,7 +31,7 @@ from cdclake.compaction.lake_tables import LOG_DDL, LOG_SCHEMA, table_schema
 from cdclake.compaction.native_fold import fold_native
 from cdclake.compaction.routing import linked_in_driver
 from cdclake.compaction.row_state import candidate_keys, fold_onto_rows, in_order_keys
-from cdclake.events import to_json
+from cdclake.events.change import to_json
 from cdclake.merge import bucket_of
 
 pytestmark = [pytest.mark.fuzz]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cdclake.compaction import lineage
-from cdclake.tables import BATCH_PROPERTY
+from cdclake.lake.tables import BATCH_PROPERTY
 
 pytestmark = pytest.mark.spark
 

@@ -11,12 +11,12 @@ from fuzzing import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cdclake.coltypes import CastError
 from cdclake.compaction.lake_tables import ROUTED_SCHEMA
 from cdclake.compaction.routing import _prepare_event, _prepare_row, prepared_rows, route_events
-from cdclake.events import IMAGE_TYPE, ROW_OPS
+from cdclake.events.change import IMAGE_TYPE, ROW_OPS
 from cdclake.merge import bucket_of
-from cdclake.schema_evolution import ColumnMap
+from cdclake.schema.coltypes import CastError
+from cdclake.schema.evolution import ColumnMap
 
 TYPES = {
     "id": "bigint",

@@ -17,7 +17,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cdclake.coltypes import quote_ident
 from cdclake.compaction.driver_read import read_buckets
 from cdclake.compaction.lake_tables import LOG_DDL, LOG_SCHEMA, META_DDL, _table_ddl, table_schema
 from cdclake.compaction.lineage import _fresh_snapshot_id, _java_table
@@ -31,10 +30,11 @@ from cdclake.compaction.row_delta import (
     commit_overwrite,
     commit_row_delta,
 )
+from cdclake.lake.naming import spark_table_name
+from cdclake.lake.tables import read_rows
 from cdclake.merge import bucket_of, key_of
-from cdclake.naming import spark_table_name
-from cdclake.spark import java_class
-from cdclake.tables import read_rows
+from cdclake.runtime.spark import java_class
+from cdclake.schema.coltypes import quote_ident
 
 pytestmark = pytest.mark.spark
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from cdclake.compaction.folding import fold_part
 from cdclake.compaction.lake_tables import LOG_SCHEMA
 from cdclake.compaction.row_state import candidate_keys, fold_onto_rows, in_order_keys
-from cdclake.events import to_json
+from cdclake.events.change import to_json
 
 ARGS = {"keys": ["id"], "columns": COLUMNS, "buckets": BUCKETS}
 

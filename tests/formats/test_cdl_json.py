@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cdclake.events import ChangeEvent, Rejected, Source, to_json
+from cdclake.events.change import ChangeEvent, Rejected, Source, to_json
 from cdclake.formats.cdl_json import NO_TABLE, CdlJsonDecoder
 from cdclake.options import OptionError, Options
 from cdclake.registry import get_decoder

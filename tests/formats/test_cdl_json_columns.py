@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import cdclake.formats._json_columns as json_columns
 from cdclake.bench.generate import generate
-from cdclake.events import Rejected
+from cdclake.events.change import Rejected
 from cdclake.formats._json_columns import spans
 from cdclake.options import Options
 from cdclake.registry import get_decoder

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cdclake.events import value_text
+from cdclake.events.change import value_text
 from cdclake.formats import _kafka_connect as kc
 from cdclake.formats._connect_decimals import connect_decimal_kind, with_connect_decimals
 

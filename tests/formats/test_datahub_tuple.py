@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cdclake.events import ChangeEvent, Rejected, Source, to_json
+from cdclake.events.change import ChangeEvent, Rejected, Source, to_json
 from cdclake.formats import _datahub
 from cdclake.formats.datahub_tuple import DataHubTupleDecoder
 from cdclake.options import Options

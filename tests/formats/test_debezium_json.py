@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cdclake.events import ChangeEvent, Rejected, Source, to_json
+from cdclake.events.change import ChangeEvent, Rejected, Source, to_json
 from cdclake.formats import _kafka_connect as kc
 from cdclake.formats import debezium_json
 from cdclake.formats.debezium_json import DebeziumJsonDecoder

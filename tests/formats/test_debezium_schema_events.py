@@ -12,13 +12,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cdclake.events import ChangeEvent, Rejected, Source, event_to_row, to_json
+from cdclake.events.change import ChangeEvent, Rejected, Source, event_to_row, to_json
 from cdclake.formats.debezium_json import DebeziumJsonDecoder
 from cdclake.options import Options
 from cdclake.registry import get_decoder
-from cdclake.schema_changes import ADD_COLUMN, CREATE_TABLE, DROP_COLUMN, MODIFY_COLUMN
-from cdclake.schema_events import changes_from_events
-from cdclake.schema_evolution import evolve_columns
+from cdclake.schema.changes import ADD_COLUMN, CREATE_TABLE, DROP_COLUMN, MODIFY_COLUMN
+from cdclake.schema.events import changes_from_events
+from cdclake.schema.evolution import evolve_columns
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "debezium_json"
 
@@ -428,7 +428,7 @@ def test_a_batch_of_schema_events_does_not_load_the_sql_parser():
     script = (
         "import sys, json\n"
         "import cdclake.jobs.normalize\n"
-        "from cdclake.schema_events import changes_from_events\n"
+        "from cdclake.schema.events import changes_from_events\n"
         "event = {'op': 'SCHEMA', 'table': 't', 'seq': '1', 'source_file': 'f', 'source_offset': 0,\n"
         "         'ddl': {'columns': [{'name': 'id', 'type': 'bigint'}], 'keys': ['id']}, 'meta': {}}\n"
         "result = changes_from_events([event], {'t': None})\n"

@@ -268,7 +268,7 @@ NATIVE_SLOTS = (
     ("cdclake.formats._json_columns", ("_NATIVE", "_TEXT_FORMS", "_VALUE_TEXTS")),
     ("cdclake.formats._connect_decimals", ("_VALUE_TEXTS",)),
     ("cdclake.formats._json_shapes", ("_TEXT_FORMS",)),
-    ("cdclake.arrow_text", ("_TEXT_FORMS", "_VALUE_TEXTS")),
+    ("cdclake.events.arrow_text", ("_TEXT_FORMS", "_VALUE_TEXTS")),
 )
 
 

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cdclake.events import ChangeEvent, Rejected, Source
+from cdclake.events.change import ChangeEvent, Rejected, Source
 from cdclake.formats._gg_avro import avro_fingerprint, java_string_hash
 from cdclake.formats.goldengate_avro_op import GoldenGateAvroOpDecoder
 from cdclake.options import Options

@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cdclake import cli
-from cdclake.events import ChangeEvent, Rejected, Source, to_json
+from cdclake.events.change import ChangeEvent, Rejected, Source, to_json
 from cdclake.formats import _gg_avro
 from cdclake.formats._gg_avro import avro_fingerprint, java_string_hash, load_schema
 from cdclake.formats.goldengate_avro_row import GoldenGateAvroRowDecoder

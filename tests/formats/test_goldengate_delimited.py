@@ -15,12 +15,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cdclake.cli import main as cli_main
-from cdclake.events import ChangeEvent, Rejected, Source
+from cdclake.events.change import ChangeEvent, Rejected, Source
 from cdclake.formats import goldengate_delimited
 from cdclake.formats.goldengate_delimited import GoldenGateDelimitedDecoder
 from cdclake.options import OptionError, Options
-from cdclake.reading import maybe_gunzip
 from cdclake.registry import get_decoder
+from cdclake.staging.reading import maybe_gunzip
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "goldengate_delimited"
 UTC = dt.UTC

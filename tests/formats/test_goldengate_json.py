@@ -13,12 +13,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cdclake.events import ChangeEvent, Rejected, Source, to_json
+from cdclake.events.change import ChangeEvent, Rejected, Source, to_json
 from cdclake.formats import goldengate_json
 from cdclake.formats.goldengate_json import GoldenGateJsonDecoder
 from cdclake.options import OptionError, Options
-from cdclake.reading import maybe_gunzip
 from cdclake.registry import get_decoder
+from cdclake.staging.reading import maybe_gunzip
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 SEEDS = FIXTURES / "goldengate_json"

@@ -21,7 +21,7 @@ import cdclake.formats._json_columns as json_columns
 import cdclake.formats.goldengate_json_columns as gg_columns
 from cdclake._native import json_objects
 from cdclake.bench.generate import generate
-from cdclake.events import Rejected
+from cdclake.events.change import Rejected
 from cdclake.formats._json_columns import spans
 from cdclake.options import Options
 from cdclake.registry import get_decoder

@@ -23,7 +23,7 @@ from typing import Any
 import fastavro
 import pytest
 
-from cdclake.events import ChangeEvent, Rejected, to_json
+from cdclake.events.change import ChangeEvent, Rejected, to_json
 from cdclake.formats._gg_avro import avro_fingerprint, java_string_hash
 from cdclake.merge import apply_events, prepare
 from cdclake.options import Options

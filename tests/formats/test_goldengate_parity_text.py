@@ -21,7 +21,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cdclake.events import ChangeEvent, Rejected, to_json
+from cdclake.events.change import ChangeEvent, Rejected, to_json
 from cdclake.merge import apply_events, prepare
 from cdclake.options import Options
 from cdclake.registry import get_decoder

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cdclake.events import ChangeEvent, Rejected, Source
+from cdclake.events.change import ChangeEvent, Rejected, Source
 from cdclake.formats import goldengate_xml
 from cdclake.formats.goldengate_xml import GoldenGateXmlDecoder
 from cdclake.options import OptionError, Options

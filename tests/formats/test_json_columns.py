@@ -6,7 +6,7 @@ import msgspec
 import numpy as np
 
 from cdclake.formats._json_columns import schema_texts, shallow
-from cdclake.limits import MAX_JSON_DEPTH
+from cdclake.runtime.limits import MAX_JSON_DEPTH
 
 
 def _raws(texts: list[bytes]) -> list[msgspec.Raw]:

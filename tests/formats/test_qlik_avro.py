@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cdclake.events import ChangeEvent, Rejected, Source
+from cdclake.events.change import ChangeEvent, Rejected, Source
 from cdclake.formats import qlik_avro
 from cdclake.formats.qlik_avro import ENVELOPE_SCHEMA, REFRESH_SEQ, QlikAvroDecoder, has_bit, mask_number
 from cdclake.options import OptionError, Options

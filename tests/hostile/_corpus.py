@@ -9,7 +9,7 @@ reason fragment per expected rejection (in order). :func:`check` asserts, for ev
   memory budget (:mod:`._runner` runs it in a forked child with an address-space backstop);
 - nothing escapes ``decode()`` (no exception, no crash of the process);
 - each bad record is rejected with a reason naming its problem, at an offset inside its file,
-  with at most :data:`~cdclake.limits.MAX_RAW_BYTES` of its bytes kept;
+  with at most :data:`~cdclake.runtime.limits.MAX_RAW_BYTES` of its bytes kept;
 - the good records before and after it decode, and good + rejected = the records written;
 - no canary text leaks into an event, a reason or a quarantined record, and no watched file is
   opened, no socket connected, nothing unpickled, no Java deserializer imported.
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cdclake.limits import MAX_RAW_BYTES, MAX_RECORD_BYTES
+from cdclake.runtime.limits import MAX_RAW_BYTES, MAX_RECORD_BYTES
 
 from ._runner import Outcome, decode_in_child
 

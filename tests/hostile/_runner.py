@@ -8,7 +8,7 @@ new interpreter. The child:
 
 - caps its address space (``RLIMIT_AS``: current size + :data:`HARD_LIMIT_BYTES`) so a runaway
   allocation fails inside the child with ``MemoryError`` instead of swapping the machine;
-- reads each landing file as the decode job does (:func:`cdclake.reading.read_landing_bytes`),
+- reads each landing file as the decode job does (:func:`cdclake.staging.reading.read_landing_bytes`),
   then measures the peak resident set (``ru_maxrss``) before and after decoding: the growth is
   what the decoder itself allocated, compared with the case's memory budget by the caller;
 - records audit events (PEP 578) that a hostile input must never cause: opening a watched path
@@ -31,10 +31,10 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
-from cdclake.events import ChangeEvent, Rejected, to_json
+from cdclake.events.change import ChangeEvent, Rejected, to_json
 from cdclake.options import Options
-from cdclake.reading import LandingFileError, read_landing_bytes
 from cdclake.registry import get_decoder
+from cdclake.staging.reading import LandingFileError, read_landing_bytes
 
 #: Address space the child may add to what it had at fork time (a backstop, not the budget).
 HARD_LIMIT_BYTES = 3 * 1024**3

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cdclake.limits import MAX_RAW_BYTES
+from cdclake.runtime.limits import MAX_RAW_BYTES
 
 from ._runner import run_jobs
 

@@ -17,7 +17,7 @@ import pytest
 
 from cdclake.formats._gg_avro import java_string_hash
 from cdclake.formats.qlik_avro import ENVELOPE_SCHEMA
-from cdclake.limits import MAX_BLOCK_BYTES
+from cdclake.runtime.limits import MAX_BLOCK_BYTES
 
 from ._corpus import DEEP, Case, check, huge_text
 from ._runner import Outcome

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from cdclake.limits import MAX_JSON_DEPTH, MAX_RECORD_BYTES
+from cdclake.runtime.limits import MAX_JSON_DEPTH, MAX_RECORD_BYTES
 
 from ._corpus import DEEP, HUGE, Case, check, deep_json, huge_text
 from ._truncation import sweep_truncations

@@ -8,7 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cdclake import limits
 from cdclake.formats import (
     _datahub,
     _gg_avro,
@@ -21,6 +20,7 @@ from cdclake.formats import (
     qlik_avro,
 )
 from cdclake.registry import format_ids
+from cdclake.runtime import limits
 
 from . import test_hostile_avro, test_hostile_json, test_hostile_text
 from ._corpus import COMMON_CASES, MAPPED, NOT_APPLICABLE

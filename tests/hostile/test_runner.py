@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from cdclake import registry
-from cdclake.events import ChangeEvent, Rejected
+from cdclake.events.change import ChangeEvent, Rejected
 
 from ._runner import Crash, Hang, decode_in_child
 

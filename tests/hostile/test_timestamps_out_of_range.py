@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from cdclake.events import ChangeEvent, Rejected
+from cdclake.events.change import ChangeEvent, Rejected
 from cdclake.formats._gg_common import parse_ts
 from cdclake.options import Options
 from cdclake.registry import get_decoder

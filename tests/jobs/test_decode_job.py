@@ -9,11 +9,11 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from cdclake.batch import Manifest
-from cdclake.batch_events import decoded_files, read_events
+from cdclake.events.batch import decoded_files, read_events
 from cdclake.jobs import decode
 from cdclake.jobs.decode_processes import run_tasks
-from cdclake.staging import stage_files
+from cdclake.staging.batch import Manifest
+from cdclake.staging.stage import stage_files
 
 
 def gg(op: str, pos: int, after: dict) -> str:

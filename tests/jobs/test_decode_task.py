@@ -12,8 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from cdclake.bench.generate import generate
-from cdclake.event_arrow import DECODED_FILE_SCHEMA, DecodedBuilder
-from cdclake.events import (
+from cdclake.events.arrow import DECODED_FILE_SCHEMA, DecodedBuilder
+from cdclake.events.change import (
     ChangeEvent,
     Rejected,
     Source,
@@ -149,9 +149,9 @@ def test_a_task_writes_every_decoded_record_once(generated, format_id, tmp_path:
 
 
 def test_a_corrupt_staged_copy_is_quarantined_once_with_where_and_the_other_files_decode(tmp_path: Path):
-    from cdclake import seekable_zstd
     from cdclake.jobs.decode import file_pieces, piece_test
-    from cdclake.reading import STAGED_SUFFIX
+    from cdclake.staging import seekable_zstd
+    from cdclake.staging.reading import STAGED_SUFFIX
 
     line = b'{"table":"S.T","op_type":"I","op_ts":"2024-01-01 00:00:00.000000","pos":"%d","after":{"A":%d}}\n'
     data = b"".join(line % (i, i) for i in range(40_000))
@@ -182,7 +182,7 @@ def test_per_table_files_hold_the_flat_events_and_their_surveys_merge_into_the_d
 ):
     """The change log's per-table files (decoded_tables) hold exactly the events of the flat layout, and the
     tasks' surveys, merged, are the survey normalize makes of those events in the driver."""
-    from cdclake.batch_events import DriverEvents, decoded_files, merged_surveys, read_events
+    from cdclake.events.batch import DriverEvents, decoded_files, merged_surveys, read_events
 
     gen = generated[format_id]
     pieces = [(p.name, str(p), 0, None) for p in gen.files]

@@ -20,13 +20,13 @@ from pathlib import Path
 import pytest
 from hostile_files import CHANGES, FORMATS, Hostile, write_hostile
 
-from cdclake.batch import Manifest
 from cdclake.bench.compare import compare_tables, expected_frame
 from cdclake.bench.model import TABLES
 from cdclake.pipeline import run_batch
 from cdclake.replay import quarantined_records
-from cdclake.settings import Settings
-from cdclake.staging import stage_files
+from cdclake.runtime.settings import Settings
+from cdclake.staging.batch import Manifest
+from cdclake.staging.stage import stage_files
 
 pytestmark = pytest.mark.spark
 

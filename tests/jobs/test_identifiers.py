@@ -17,11 +17,11 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from cdclake.batch import Manifest
-from cdclake.naming import iceberg_identifier
+from cdclake.lake.naming import iceberg_identifier
+from cdclake.lake.tables import TableNotFound, load_table, open_catalog, read_rows
 from cdclake.pipeline import run_batch
-from cdclake.staging import stage_files
-from cdclake.tables import TableNotFound, load_table, open_catalog, read_rows
+from cdclake.staging.batch import Manifest
+from cdclake.staging.stage import stage_files
 
 pytestmark = pytest.mark.spark
 
@@ -157,8 +157,8 @@ def test_nasty_names_are_stored_exactly_and_nothing_else_happens(spark, warehous
 
 def test_name_rules_without_spark():
     from cdclake.jobs.normalize import unsafe_columns
-    from cdclake.naming import column_name_problem
-    from cdclake.schema_events import changes_from_events
+    from cdclake.lake.naming import column_name_problem
+    from cdclake.schema.events import changes_from_events
 
     # table names that Spark's lexer reads as numbers get a leading underscore; others are unchanged
     assert [iceberg_identifier(n)[1] for n in ("123", "1e5", "10l", "12bd", "1e5l", "2024_x")] == [

@@ -16,9 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from cdclake.lake.tables import TableNotFound, read_rows
 from cdclake.local_apply import apply_files
 from cdclake.options import Options
-from cdclake.tables import TableNotFound, read_rows
 
 pytestmark = pytest.mark.spark
 _tables = itertools.count()

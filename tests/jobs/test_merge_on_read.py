@@ -23,16 +23,16 @@ from pathlib import Path
 
 import pytest
 
-from cdclake.batch import Manifest
 from cdclake.compaction import publish as compact_publish
 from cdclake.compaction import table as compact_table_module
 from cdclake.compaction.runner import CompactFailed
 from cdclake.jobs import compact
+from cdclake.lake.naming import spark_table_name
+from cdclake.lake.tables import BATCH_PROPERTY, load_table, read_rows, snapshot_summaries
 from cdclake.merge import bucket_of, key_of
-from cdclake.naming import spark_table_name
 from cdclake.pipeline import build_report, run_batch
-from cdclake.staging import stage_files
-from cdclake.tables import BATCH_PROPERTY, load_table, read_rows, snapshot_summaries
+from cdclake.staging.batch import Manifest
+from cdclake.staging.stage import stage_files
 
 pytestmark = pytest.mark.spark
 

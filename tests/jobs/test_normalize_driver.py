@@ -1,4 +1,4 @@
-"""Normalize in the driver (``cdclake.batch_events``, Arrow) writes and reports what the Spark job does.
+"""Normalize in the driver (``cdclake.events.batch``, Arrow) writes and reports what the Spark job does.
 
 Each batch is decoded once and normalized both ways, from copies of the decoded batch; the report,
 the layouts, the schema changes, the change log as Spark reads it back and the quarantine must match.
@@ -14,8 +14,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from cdclake.batch import Manifest
-from cdclake.batch_events import (
+from cdclake.events.batch import (
     column_kinds,
     event_chunks,
     merged_column_kinds,
@@ -23,9 +22,10 @@ from cdclake.batch_events import (
     op_summary,
     read_events,
 )
-from cdclake.events import EVENT_SCHEMA, to_json
+from cdclake.events.change import EVENT_SCHEMA, to_json
 from cdclake.jobs import decode, normalize
-from cdclake.staging import stage_files
+from cdclake.staging.batch import Manifest
+from cdclake.staging.stage import stage_files
 
 pytestmark = pytest.mark.spark
 
@@ -173,9 +173,9 @@ def test_the_arrow_kinds_are_the_sql_case(spark):
     the driver (Arrow) as in the Spark job's SQL ``CASE``; and ``unify`` widens a column of them."""
     import pyarrow as pa
 
-    from cdclake.batch_events import _kind
-    from cdclake.coltypes import unify
+    from cdclake.events.batch import _kind
     from cdclake.jobs.normalize import _KIND_SQL
+    from cdclake.schema.coltypes import unify
 
     frame = spark.createDataFrame([(v,) for v in INTEGER_EDGES], "v string")
     sql = [r["kind"] for r in frame.selectExpr(f"{_KIND_SQL} AS kind").collect()]
@@ -219,8 +219,8 @@ def _reference_kinds(rows: list[dict]) -> dict:
     (table, column, seq, source file, source offset, image, position) order, nulls first, ties in row order."""
     import pyarrow as pa
 
-    from cdclake.batch_events import _column_hints, _kind
-    from cdclake.events import ROW_OPS
+    from cdclake.events.batch import _column_hints, _kind
+    from cdclake.events.change import ROW_OPS
 
     hints = _column_hints(pa.array([r.get("meta") for r in rows], pa.string())).to_pylist()
     entries = []

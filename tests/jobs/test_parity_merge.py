@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from cdclake.lake.tables import read_rows
 from cdclake.local_apply import apply_files
 from cdclake.options import Options
-from cdclake.tables import read_rows
 
 pytestmark = pytest.mark.spark
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from cdclake.lake.tables import read_rows, snapshot_summaries
 from cdclake.local_apply import apply_files
 from cdclake.options import Options
-from cdclake.tables import read_rows, snapshot_summaries
 
 pytestmark = pytest.mark.spark
 
@@ -239,7 +239,7 @@ def test_integers_beyond_bigint_make_a_decimal_column_and_land_exactly(spark, wa
     events = [gg(t, "I", 1, after={"id": 1, "n": 2**64 + 1}), gg(t, "I", 2, after={"id": 2, "n": -5})]
     r = apply(spark, warehouse, [write(tmp_path / "huge.json", events)], keys="id")
     assert r["balanced"] and r["quarantined"] == 0, r
-    from cdclake.naming import spark_table_name
+    from cdclake.lake.naming import spark_table_name
 
     assert spark.table(spark_table_name(t, None)).schema["n"].dataType.simpleString() == "decimal(38,0)"
     assert sorted((row["id"], row["n"]) for row in read_rows(warehouse, t)) == [

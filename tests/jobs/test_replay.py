@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from cdclake import replay
-from cdclake.batch import Manifest
+from cdclake.lake.tables import read_rows
 from cdclake.pipeline import run_batch
-from cdclake.staging import stage_files
-from cdclake.tables import read_rows
+from cdclake.staging.batch import Manifest
+from cdclake.staging.stage import stage_files
 
 pytestmark = pytest.mark.spark
 

@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from cdclake.events import to_json
+from cdclake.events.change import to_json
 from cdclake.jobs import rebuild
 from cdclake.jobs.ddl import SchemaPolicyError
+from cdclake.lake.naming import spark_table_name
+from cdclake.lake.tables import load_table, read_rows
 from cdclake.local_apply import apply_files
-from cdclake.naming import spark_table_name
 from cdclake.options import Options
-from cdclake.schema_evolution import HISTORY_PROPERTY, IncompatibleChange
-from cdclake.tables import load_table, read_rows
+from cdclake.schema.evolution import HISTORY_PROPERTY, IncompatibleChange
 
 pytestmark = pytest.mark.spark
 T = "db.t"

@@ -13,9 +13,9 @@ from fuzzing import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cdclake import batch_events
 from cdclake._native import _text_forms
 from cdclake.compaction import arrow_typing
+from cdclake.events import batch as batch_events
 
 _DECIMALS = [arrow_typing._decimal_pattern(t) for t in ("decimal(10,2)", "decimal(5,0)", "decimal(38,18)")]
 _PATTERNS = [*arrow_typing._FORMS, arrow_typing._BOOL, *arrow_typing._ISO_FORMS]

@@ -14,8 +14,8 @@ from fuzzing import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cdclake import arrow_text
 from cdclake._native import _value_texts
+from cdclake.events import arrow_text
 from cdclake.formats import _connect_decimals as connect_decimals
 from cdclake.formats import _json_columns as json_columns
 from cdclake.formats._connect_decimals import CONNECT_DECIMAL_KIND

@@ -1,5 +1,5 @@
 """Crashes and retries with real processes (issue 7): ``spark_jobs/compact.py`` under spark-submit, killed by
-SIGKILL at each fault point (``cdclake.faults``), must leave the table at its previous snapshot with nothing of
+SIGKILL at each fault point (``cdclake.runtime.faults``), must leave the table at its previous snapshot with nothing of
 the dead attempt visible, and its retry must converge to the right table and a balanced report. Staging killed
 between copy and ledger must neither duplicate nor skip a file. Two compactions of one table at once must both
 end right (the loser of the commit race re-reads and folds again).
@@ -26,16 +26,16 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from cdclake.batch import Manifest, read_manifest
+from cdclake.lake.naming import spark_table_name
+from cdclake.lake.tables import BATCH_PROPERTY, load_table, read_rows, snapshot_summaries
 from cdclake.local_apply import apply_files
 from cdclake.merge import bucket_of, key_of
-from cdclake.naming import spark_table_name
 from cdclake.options import Options
 from cdclake.pipeline import build_report
-from cdclake.reading import STAGED_SUFFIX, read_staged_raw
-from cdclake.settings import Settings
-from cdclake.staging import content_batch_id, sha256_of, stage_files
-from cdclake.tables import BATCH_PROPERTY, load_table, read_rows, snapshot_summaries
+from cdclake.runtime.settings import Settings
+from cdclake.staging.batch import Manifest, read_manifest
+from cdclake.staging.reading import STAGED_SUFFIX, read_staged_raw
+from cdclake.staging.stage import content_batch_id, sha256_of, stage_files
 
 pytestmark = pytest.mark.spark
 
@@ -188,7 +188,7 @@ class Finished:
     returncode: int
     stdout: str
     stderr: str
-    faults: str = ""  # what ``cdclake.faults.crash`` logged
+    faults: str = ""  # what ``cdclake.runtime.faults.crash`` logged
 
     @property
     def output(self) -> str:
@@ -494,8 +494,8 @@ def test_two_compactions_of_one_table_at_once(spark, lake: Lake) -> None:
 
 STAGE = """
 import sys
-from cdclake.batch import Manifest
-from cdclake.staging import stage_source
+from cdclake.staging.batch import Manifest
+from cdclake.staging.stage import stage_source
 
 landing, root, batch_id = sys.argv[1:4]
 manifest = stage_source(landing, root, Manifest(source="src", batch_id=batch_id, format="goldengate-json", options={}))

@@ -25,10 +25,10 @@ import pytest
 import yaml
 
 from cdclake import samples
-from cdclake.events import to_json
+from cdclake.events.change import to_json
 from cdclake.localstack.airflow_api import AirflowApi
 from cdclake.localstack.stack import LocalStack, require_tools
-from cdclake.settings import REPO_ROOT
+from cdclake.runtime.settings import REPO_ROOT
 
 pytestmark = pytest.mark.stack
 
@@ -139,13 +139,13 @@ def warehouse() -> str:
 
 
 def read_rows(table: str) -> list[dict[str, Any]]:
-    from cdclake.tables import read_rows as read
+    from cdclake.lake.tables import read_rows as read
 
     return read(warehouse(), table)
 
 
 def snapshots(table: str) -> list[dict[str, str]]:
-    from cdclake.tables import snapshot_summaries
+    from cdclake.lake.tables import snapshot_summaries
 
     return snapshot_summaries(warehouse(), table)
 
@@ -187,7 +187,7 @@ def test_triggered_runs_with_params_dry_run_first(stack: dict[str, Any]) -> None
     assert api.wait_for_run(dag_id, dry)["state"] == "success", api.task_states(dag_id, dry)
     report = api.xcom(dag_id, dry, "report")
     assert report["dry_run"] is True and report["read"] == 4 and report["quarantined"] == 0, report
-    from cdclake.tables import TableNotFound
+    from cdclake.lake.tables import TableNotFound
 
     with pytest.raises(TableNotFound):
         read_rows(samples.TABLE)  # a dry run commits nothing
