@@ -20,8 +20,8 @@ from pathlib import Path
 import pyarrow as pa
 
 from cdclake.bench import merge_curve
-from cdclake.compaction.lake_tables import META_DDL, _table_ddl
-from cdclake.compaction.lineage import _fresh_snapshot_id
+from cdclake.compaction.lake_tables import META_DDL, table_ddl
+from cdclake.compaction.lineage import fresh_snapshot_id
 from cdclake.compaction.publish import DISTRIBUTION_CONF, _merge_sql, _session_conf
 from cdclake.merge import bucket_of
 from cdclake.runtime.settings import Settings
@@ -38,8 +38,8 @@ def main() -> None:
     spark = build_session("merge-distribution", work / "warehouse", master="local[*]", jars=Settings.from_env().jars())
     name, _ = merge_curve.seed_table(spark, work, ROWS, "md", BUCKETS)
     columns = [(f.name, f.dataType.simpleString()) for f in spark.table(name).schema if not f.name.startswith("_cdc_")]
-    ddl = _table_ddl(columns, META_DDL, "_cdc_kind string")
-    base = _fresh_snapshot_id(spark, name)
+    ddl = table_ddl(columns, META_DDL, "_cdc_kind string")
+    base = fresh_snapshot_id(spark, name)
     sc = spark.sparkContext
 
     def updates(run: int) -> pa.Table:

@@ -19,8 +19,8 @@ from pathlib import Path
 import psutil
 
 from cdclake.bench.generate import generate
-from cdclake.compaction.folding import _aliases, _renamed, fold_part
-from cdclake.compaction.lake_tables import LOG_DDL, META_DDL, _table_ddl
+from cdclake.compaction.folding import alias_names, with_names, fold_part
+from cdclake.compaction.lake_tables import LOG_DDL, META_DDL, table_ddl
 from cdclake.compaction.native_fold import fold_native
 from cdclake.compaction.routing import route_events
 from cdclake.jobs import decode, normalize
@@ -75,14 +75,14 @@ def main() -> None:
     log = spark.read.parquet(str(work / "log"))
     print(f"{args.table}: {log.count()} change-log rows")
 
-    aliases = _aliases(columns)
+    aliases = alias_names(columns)
     aliased = list(zip(aliases, types.values(), strict=True))
-    out_ddl = f"{_table_ddl(aliased)}, {META_DDL}, _cdc_kind string, _cdc_info string"
+    out_ddl = f"{table_ddl(aliased)}, {META_DDL}, _cdc_kind string, _cdc_info string"
     fold_args = {"keys": keys, "columns": columns, "batch_id": "b1", "buckets": 16, "truncate_seq": None, "cmap": cmap}
 
     def python_fold():
         def fold(ev):
-            return _renamed(fold_part(ev, None, markers=True, **fold_args), aliases)
+            return with_names(fold_part(ev, None, markers=True, **fold_args), aliases)
 
         return log.withColumn("_cdc_part", F.col("_cdc_bucket")).groupBy("_cdc_part").applyInArrow(fold, out_ddl)
 

@@ -17,17 +17,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cdclake.compaction.batch_rows import RoutedBatch, Target
-from cdclake.compaction.driver_io import _current_rows
+from cdclake.compaction.driver_io import current_rows
 from cdclake.compaction.driver_read import read_buckets, read_log
 from cdclake.compaction.lake_tables import ROW_KEYS_PROPERTY, TRUNCATE_BUCKET
 from cdclake.compaction.lineage import (
-    _bucket_has_files,
-    _fresh_snapshot_id,
-    _head_summary,
-    _only_batch,
+    bucket_has_files,
+    fresh_snapshot_id,
+    head_summary,
+    only_batch,
     table_properties,
 )
-from cdclake.compaction.routing import _linked_keys, linked_in_driver
+from cdclake.compaction.routing import linked_in_driver, linked_keys
 from cdclake.compaction.row_delta import POSITION_COLUMNS, Located
 from cdclake.compaction.row_state import candidate_keys, in_order_keys
 from cdclake.compaction.switches import driver_commits_enabled, row_state_enabled
@@ -124,7 +124,7 @@ def find_affected(
     from pyspark.sql import functions as F
 
     name, log_name, buckets, limit = target.name, target.log_name, target.buckets, batch.limit
-    read_snapshot = _fresh_snapshot_id(spark, name)
+    read_snapshot = fresh_snapshot_id(spark, name)
     props = table_properties(spark, name)
     keyed = props.get(ROW_KEYS_PROPERTY) == "1"
     full = full_refresh or batch.truncates > 0 or not keyed  # not keyed: rows without _cdc_key, rewritten once
@@ -136,12 +136,12 @@ def find_affected(
         spark.catalog.refreshTable(log_name)
         log = spark.table(log_name)
         # the watermark: the newest logged truncate (most logs have none: no job)
-        if _bucket_has_files(spark, log_name, TRUNCATE_BUCKET):
+        if bucket_has_files(spark, log_name, TRUNCATE_BUCKET):
             wm_row = log.where(F.col("_cdc_bucket") == TRUNCATE_BUCKET).agg(F.max("seq").alias("wm")).first()
             truncate_seq = wm_row["wm"] if wm_row else None
         # a log holding only this batch (a table's first batch): every logged key is affected and every key
         # change is among the events read, so there is nothing to search and no key set to join
-        whole_log = not full and _only_batch(spark, log_name, batch_id)
+        whole_log = not full and only_batch(spark, log_name, batch_id)
     affected = Affected(
         read_snapshot=read_snapshot,
         props=props,
@@ -174,12 +174,12 @@ def find_affected(
         # every key change of a log of bounded size, at once, by pyiceberg: no join rounds, no Spark job (on a
         # fresh application's first batch those took seconds a table)
         if batch.in_driver and key_set is not None:
-            if int(_head_summary(spark, log_name).get("total-records", 0)) <= LOG_READ_FACTOR * limit:
+            if int(head_summary(spark, log_name).get("total-records", 0)) <= LOG_READ_FACTOR * limit:
                 pairs = read_log(spark, log_name, PAIR_SCHEMA, key_changes=True)
         if pairs is not None:
             affected.linked, affected.link_pairs = linked_in_driver(pairs, key_set)
         else:
-            affected.linked, affected.link_pairs = _linked_keys(spark, log_name, affected.keys_frame(spark), key_set)
+            affected.linked, affected.link_pairs = linked_keys(spark, log_name, affected.keys_frame(spark), key_set)
     if affected.linked:
         if key_set is not None:
             key_set |= set(affected.linked)
@@ -210,11 +210,11 @@ def _fold_onto_rows(spark, target: Target, batch: RoutedBatch, affected: Affecte
     name, limit, direct = target.name, batch.limit, affected.direct
     # a small table is read whole, once: the rows of the candidates, and the rows a bucket overwrite passes
     # through (no second scan in Spark)
-    records = int(_head_summary(spark, name).get("total-records", limit + 1))
+    records = int(head_summary(spark, name).get("total-records", limit + 1))
     if records <= limit:
         table_arrow = None
         if direct and affected.read_snapshot is not None and target.columns is not None:
-            # by pyiceberg at the snapshot the merge validates from, as _current_rows reads buckets: no Spark
+            # by pyiceberg at the snapshot the merge validates from, as current_rows reads buckets: no Spark
             # job (a fresh application's first ones took seconds a table)
             table_arrow = read_buckets(spark, name, affected.read_snapshot, list(range(target.buckets)), target.columns)
         if table_arrow is None:
@@ -228,7 +228,7 @@ def _fold_onto_rows(spark, target: Target, batch: RoutedBatch, affected: Affecte
         affected.table_arrow = table_arrow
         state_rows = table_arrow.filter(pc.is_in(table_arrow["_cdc_key"], pa.array(sorted(candidates))))
     else:
-        state_rows, affected.located = _current_rows(
+        state_rows, affected.located = current_rows(
             spark, name, candidates, target.buckets, records, direct, affected.read_snapshot, target.columns
         )
     affected.state_rows = state_rows

@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 
 from cdclake._native import image_index as _IMAGE_INDEX
 from cdclake.compaction.arrow_typing import typed_values
-from cdclake.compaction.folding import _out_schema, fold_part
+from cdclake.compaction.folding import fold_part, out_schema
 from cdclake.compaction.lake_tables import META_NAMES, table_schema
 from cdclake.compaction.native_fold import RESET_OPS
 from cdclake.events.arrow_tables import ChunkedTake
@@ -186,12 +186,12 @@ def fold_arrow(
     image_rows: np.ndarray | None = None,
 ) -> pa.Table:
     """Per key of ``events`` (change-log rows, no key changes): ``row`` / ``gone`` rows and one ``stats``
-    row, as ``fold_part`` with markers gives them (real column names, :func:`_out_schema`).
+    row, as ``fold_part`` with markers gives them (real column names, :func:`out_schema`).
 
     ``scalars`` (:data:`SCALARS`) and ``image_rows``: fold these rows instead, row ``i`` reading its images
     at row ``image_rows[i]`` of ``events``; so a caller folds a part of a large batch, or relabeled keys,
     without copying its images (a filter of the map columns was most of a 400k-event fold)."""
-    schema = _out_schema(columns)
+    schema = out_schema(columns)
     if scalars is None:
         scalars = events.select(SCALARS)
         image_rows = np.arange(events.num_rows, dtype=np.int64)
@@ -367,7 +367,7 @@ def _gone_rows(keys: list[str], columns: list[tuple[str, str]], buckets: int) ->
     """``gone`` rows of ``keys`` (a chain's keys left without a row), and their count as deleted keys."""
     from cdclake.merge import bucket_of
 
-    schema = _out_schema(columns)
+    schema = out_schema(columns)
     rows = [{"_cdc_key": k, "_cdc_bucket": bucket_of(k, buckets), "_cdc_kind": "gone"} for k in sorted(keys)]
     info = {"applied": 0, "stale": 0, "deleted_keys": len(keys)}
     rows.append({"_cdc_kind": "stats", "_cdc_info": json.dumps(info)})
@@ -430,7 +430,7 @@ def fold_driver(
         passed = rows.filter(kept).select([n for n, _ in columns] + META_NAMES).cast(table_schema(columns))
         n = passed.num_rows
         kinds = [pa.array(["row"] * n, pa.string()), pa.nulls(n, pa.string())]
-        parts.append(pa.Table.from_arrays([*passed.columns, *kinds], schema=_out_schema(columns)))
+        parts.append(pa.Table.from_arrays([*passed.columns, *kinds], schema=out_schema(columns)))
     out = pa.concat_tables(parts)
     if not markers:
         out = out.filter(pc.not_equal(out["_cdc_kind"], "gone"))

@@ -16,16 +16,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cdclake.compaction.driver_io import (
-    _append_in_driver,
-    _batch_events,
-    _events_arrow,
-    _to_frame,
+    append_in_driver,
+    batch_events,
     bulk_bound,
+    events_arrow,
     table_events,
+    to_frame,
 )
 from cdclake.compaction.lake_tables import LOG_DDL, LOG_SUFFIX, ROUTED_SCHEMA
-from cdclake.compaction.lineage import _snapshot_info
-from cdclake.compaction.publish import _unshuffled
+from cdclake.compaction.lineage import snapshot_info
+from cdclake.compaction.publish import unshuffled
 from cdclake.compaction.routing import route_events
 from cdclake.compaction.switches import driver_commits_enabled, driver_fold_rows
 from cdclake.lake.tables import BATCH_PROPERTY
@@ -104,14 +104,14 @@ def route_batch(spark, batch_dir: Path, batch_id: str, source_table: str, target
         # this batch's driver reads raised to it
         in_driver, limit = True, bulk_limit
     if in_driver:  # routed here: one job reads the events, nothing is written or counted by Spark
-        ev_arrow = _events_arrow(spark, batch_dir / "changelog", source_table)
+        ev_arrow = events_arrow(spark, batch_dir / "changelog", source_table)
         routed_arrow = pa.Table.from_batches(
             list(route_events(ev_arrow.to_batches(), keys, types, buckets, batch_id, cmap)), schema=ROUTED_SCHEMA
         )
         is_error = pc.is_valid(routed_arrow["_error"])
         quarantined = pc.sum(is_error).as_py() or 0
         if quarantined:
-            errors_frame = _to_frame(spark, routed_arrow.filter(is_error), LOG_DDL + ", _error string")
+            errors_frame = to_frame(spark, routed_arrow.filter(is_error), LOG_DDL + ", _error string")
             write_quarantine(errors_frame, quarantine_dir)
         good_arrow = routed_arrow.filter(pc.invert(is_error)) if quarantined else routed_arrow  # no copy: most
         good_arrow = good_arrow.drop_columns(["_error"])
@@ -128,7 +128,7 @@ def route_batch(spark, batch_dir: Path, batch_id: str, source_table: str, target
             key_set=key_set,
         )
     routed_dir = batch_dir / "routed" / target.identifier
-    events = _batch_events(spark, batch_dir / "changelog", source_table)
+    events = batch_events(spark, batch_dir / "changelog", source_table)
     events.mapInArrow(
         lambda it: route_events(it, keys, types, buckets, batch_id, cmap), LOG_DDL + ", _error string"
     ).write.mode("overwrite").parquet(str(routed_dir))
@@ -165,17 +165,17 @@ def append_to_log(spark, target: Target, batch_id: str, batch: RoutedBatch, logg
     ``logged``: the batch ids the log's history holds, where the caller has just read them."""
     fault_point("compact:before-log-append")
     if logged is None and batch.has_good:
-        logged = _snapshot_info(spark, target.log_name)
+        logged = snapshot_info(spark, target.log_name)
     if batch.has_good and batch_id not in logged:  # type: ignore[operator]
         appended = (
             batch.in_driver
             and driver_commits_enabled()
-            and _append_in_driver(spark, target.log_name, batch.good_arrow, batch_id)
+            and append_in_driver(spark, target.log_name, batch.good_arrow, batch_id)
         )
         if not appended:
             # the driver's few rows in one task, without Iceberg's shuffle by bucket: one file per bucket
             # as after the shuffle, one Spark job less (benchmarks/scripts/merge_distribution.py)
-            rows = _to_frame(spark, batch.good_arrow, LOG_DDL).coalesce(1) if batch.in_driver else batch.good
-            with _unshuffled(spark, batch.in_driver):
+            rows = to_frame(spark, batch.good_arrow, LOG_DDL).coalesce(1) if batch.in_driver else batch.good
+            with unshuffled(spark, batch.in_driver):
                 rows.writeTo(target.log_name).option(f"snapshot-property.{BATCH_PROPERTY}", batch_id).append()
     fault_point("compact:after-log-append")

@@ -14,11 +14,11 @@ from pathlib import Path
 
 from cdclake.compaction.affected import Affected
 from cdclake.compaction.batch_rows import Target
-from cdclake.compaction.driver_io import _overwrite_in_driver, _row_delta, _to_frame
+from cdclake.compaction.driver_io import commit_delta_in_driver, overwrite_in_driver, to_frame
 from cdclake.compaction.driver_merge import Folded
-from cdclake.compaction.lake_tables import HISTORY_SUFFIX, META_DDL, ROW_KEYS_PROPERTY, _sql_string, _table_ddl
-from cdclake.compaction.publish import _branch_name, _drop_branch, _merge_and_publish, _unshuffled, _validated
-from cdclake.compaction.spark_fold import _write_history
+from cdclake.compaction.lake_tables import HISTORY_SUFFIX, META_DDL, ROW_KEYS_PROPERTY, sql_string, table_ddl
+from cdclake.compaction.publish import branch_name, drop_branch, merge_and_publish, unshuffled, validated_writer
+from cdclake.compaction.spark_fold import write_history
 from cdclake.compaction.strategy import MERGE_ON_READ
 from cdclake.runtime.faults import fault_point, inside_commit
 
@@ -42,7 +42,7 @@ def commit_fold(
     how = ""
     delta = False  # committed as a row delta (else the MERGE, or the overwrite)
     if not main_done and mode == MERGE_ON_READ and affected.direct and folded.in_driver:
-        delta = _row_delta(
+        delta = commit_delta_in_driver(
             spark,
             name,
             affected.read_snapshot,
@@ -60,8 +60,8 @@ def commit_fold(
     elif mode == MERGE_ON_READ:
         source = folded.source
         if source is None:
-            source = _to_frame(spark, folded.picked, _table_ddl(columns, META_DDL, "_cdc_kind string"))
-        _merge_and_publish(
+            source = to_frame(spark, folded.picked, table_ddl(columns, META_DDL, "_cdc_kind string"))
+        merge_and_publish(
             spark,
             name,
             batch_id,
@@ -75,7 +75,7 @@ def commit_fold(
     else:
         local = folded.in_driver and not folded.kept_in_spark  # the driver's rows alone: as the MERGE's
         committed = local and affected.direct
-        committed = committed and _overwrite_in_driver(
+        committed = committed and overwrite_in_driver(
             spark, name, affected.read_snapshot, folded.rows_out, rewrite_buckets, properties
         )
         if committed:
@@ -83,19 +83,19 @@ def commit_fold(
         else:
             source = folded.source
             if source is None:
-                source = _to_frame(spark, folded.rows_out, _table_ddl(columns, META_DDL))
+                source = to_frame(spark, folded.rows_out, table_ddl(columns, META_DDL))
             writer = (source.coalesce(1) if local else source).writeTo(name)
             for key, value in properties.items():
                 writer = writer.option(f"snapshot-property.{key}", value)
-            with inside_commit(spark, name), _unshuffled(spark, local):
-                _validated(writer, affected.read_snapshot).overwrite(F.col("_cdc_bucket").isin(rewrite_buckets))
+            with inside_commit(spark, name), unshuffled(spark, local):
+                validated_writer(writer, affected.read_snapshot).overwrite(F.col("_cdc_bucket").isin(rewrite_buckets))
         if not affected.keyed:  # every row was rewritten with its key
-            spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ({_sql_string(ROW_KEYS_PROPERTY)}='1')")
+            spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ({sql_string(ROW_KEYS_PROPERTY)}='1')")
     fault_point("compact:after-commit")
     if mode == MERGE_ON_READ and not delta:
-        _drop_branch(spark, name, _branch_name(batch_id))
+        drop_branch(spark, name, branch_name(batch_id))
     if target.scd2:
-        _write_history(
+        write_history(
             spark,
             name + HISTORY_SUFFIX,
             folded.ev_parted,

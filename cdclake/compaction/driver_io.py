@@ -16,8 +16,8 @@ import pyarrow.compute as pc
 
 from cdclake.compaction.driver_read import read_buckets
 from cdclake.compaction.lake_tables import LOG_DDL, META_NAMES, table_schema
-from cdclake.compaction.lineage import _head_summary, _java_table
-from cdclake.compaction.routing import _component_homes
+from cdclake.compaction.lineage import head_summary, java_table
+from cdclake.compaction.routing import component_homes
 from cdclake.compaction.row_delta import POSITION_COLUMNS, Located, append_rows, commit_overwrite, commit_row_delta
 from cdclake.lake.tables import BATCH_PROPERTY
 from cdclake.merge import bucket_of
@@ -28,7 +28,7 @@ from cdclake.schema.coltypes import quote_ident
 logger = logging.getLogger(__name__)
 
 
-def _to_frame(spark, table: pa.Table, ddl: str):
+def to_frame(spark, table: pa.Table, ddl: str):
     """A Spark DataFrame of a driver-side Arrow table (no job; ``ddl`` gives Spark's names and types)."""
     return spark.createDataFrame(table, schema=ddl) if table.num_rows else spark.createDataFrame([], ddl)
 
@@ -88,7 +88,7 @@ def bulk_bound(spark, changelog: Path, source_table: str, expected: int | None) 
     return Settings.from_env().driver_bulk_rows * shares
 
 
-def _batch_events(spark, changelog: Path, source_table: str):
+def batch_events(spark, changelog: Path, source_table: str):
     """This batch's events of ``source_table``: its partition folder of the change log read alone.
 
     Reading the whole folder and filtering lists every table's folder first (a Spark listing job once there
@@ -112,7 +112,7 @@ def _events_folder(spark, changelog: Path, source_table: str) -> Path | None:
     return folder if folder.is_dir() else None
 
 
-def _events_arrow(spark, changelog: Path, source_table: str) -> pa.Table:
+def events_arrow(spark, changelog: Path, source_table: str) -> pa.Table:
     """This batch's events of ``source_table`` in the driver: its folder's Parquet files read by pyarrow (no
     Spark job: 0.3-1.3 s for a 30k-event table through Spark, and no Spark frame to plan), else through Spark."""
     import pyarrow.dataset as ds
@@ -125,7 +125,7 @@ def _events_arrow(spark, changelog: Path, source_table: str) -> pa.Table:
                 return coalesced(read)
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:  # files Spark unifies
             logger.info("%s: events read through Spark (%s)", source_table, exc)
-    return _batch_events(spark, changelog, source_table).toArrow()
+    return batch_events(spark, changelog, source_table).toArrow()
 
 
 #: Events a batch's table is routed and folded in, at least (:func:`coalesced`).
@@ -177,7 +177,7 @@ BUCKET_READ_ROWS = 200_000
 DRIVER_OVERWRITE_ROWS = 200_000
 
 
-def _current_rows(
+def current_rows(
     spark,
     name: str,
     keys: set[str],
@@ -216,7 +216,7 @@ def _current_rows(
     return (rows.drop_columns(POSITION_COLUMNS) if positions else rows), located
 
 
-def _row_delta(
+def commit_delta_in_driver(
     spark,
     name: str,
     read_snapshot: int,
@@ -230,14 +230,14 @@ def _row_delta(
     """Commit the driver fold's ``row``s and ``gone`` markers as a row delta (``row_delta.commit_row_delta``),
     locating the current rows the reads so far did not cover (one read). False: the caller merges (no JVM,
     or a table whose schema holds columns the fold does not write)."""
-    table = _java_table(spark, name)
+    table = java_table(spark, name)
     if table is None:
         return False
     keys = set(picked["_cdc_key"].to_pylist())
     missing = {k for k in keys if located is None or not located.covers(k, buckets)}
     if missing:
-        records = int(_head_summary(spark, name).get("total-records", 0))
-        found = _current_rows(spark, name, missing, buckets, records, True, read_snapshot, columns)[1]
+        records = int(head_summary(spark, name).get("total-records", 0))
+        found = current_rows(spark, name, missing, buckets, records, True, read_snapshot, columns)[1]
         located = found if located is None else located.plus(found)
     rows = picked.filter(pc.equal(picked["_cdc_kind"], "row"))
     rows = rows.select([n for n, _ in columns] + META_NAMES).cast(table_schema(columns))
@@ -247,21 +247,21 @@ def _row_delta(
     return done
 
 
-def _append_in_driver(spark, log_name: str, logged: pa.Table, batch_id: str) -> bool:
+def append_in_driver(spark, log_name: str, logged: pa.Table, batch_id: str) -> bool:
     """Append the driver's change-log rows from the driver (``row_delta.append_rows``: no Spark job); False
     when there is no JVM or the log's schema is not ours (Spark appends them instead)."""
-    table = _java_table(spark, log_name)
+    table = java_table(spark, log_name)
     if table is None or not append_rows(spark, table, logged, {BATCH_PROPERTY: batch_id}):
         return False
     spark.catalog.refreshTable(log_name)
     return True
 
 
-def _overwrite_in_driver(spark, name: str, read_snapshot, rows: pa.Table, buckets: list[int], properties) -> bool:
+def overwrite_in_driver(spark, name: str, read_snapshot, rows: pa.Table, buckets: list[int], properties) -> bool:
     """The bucket overwrite of the driver's rows committed from the driver (``row_delta.commit_overwrite``:
     no Spark job, no Arrow frame shipped to the JVM); False when there is no JVM or the table's schema is not
     the fold's columns (Spark overwrites instead)."""
-    table = _java_table(spark, name)
+    table = java_table(spark, name)
     if table is None:
         return False
     with inside_commit(spark, name):
@@ -271,11 +271,11 @@ def _overwrite_in_driver(spark, name: str, read_snapshot, rows: pa.Table, bucket
     return done
 
 
-def _buckets_in_driver(spark, name: str, snapshot: int, buckets: list[int], columns, in_order: set[str]):
+def buckets_in_driver(spark, name: str, snapshot: int, buckets: list[int], columns, in_order: set[str]):
     """The current rows of ``buckets`` at ``snapshot``, less the ``in_order`` keys' (the row-state fold gives
     theirs), read by pyiceberg; None when the table holds more than :data:`DRIVER_OVERWRITE_ROWS` rows or the
     reader does not apply (the overwrite then passes them through in Spark)."""
-    if int(_head_summary(spark, name).get("total-records", DRIVER_OVERWRITE_ROWS + 1)) > DRIVER_OVERWRITE_ROWS:
+    if int(head_summary(spark, name).get("total-records", DRIVER_OVERWRITE_ROWS + 1)) > DRIVER_OVERWRITE_ROWS:
         return None
     read = read_buckets(spark, name, snapshot, buckets, columns)
     if read is None:
@@ -284,7 +284,7 @@ def _buckets_in_driver(spark, name: str, snapshot: int, buckets: list[int], colu
     return read.filter(pc.invert(pc.is_in(read["_cdc_key"], pa.array(sorted(in_order), pa.string()))))
 
 
-def _kept_rows(spark, name: str, rewrite_buckets: list[int], folded: set[str], truncate_seq, columns):
+def kept_rows(spark, name: str, rewrite_buckets: list[int], folded: set[str], truncate_seq, columns):
     """The rewritten buckets' rows the fold did not touch, as ``fold_part`` passes them through (rows
     older than the truncate watermark go: their events are not in the log)."""
     from pyspark.sql import functions as F
@@ -298,14 +298,14 @@ def _kept_rows(spark, name: str, rewrite_buckets: list[int], folded: set[str], t
     return current.select(*[F.col(quote_ident(n)) for n, _ in columns], *META_NAMES)
 
 
-def _parted_in_driver(spark, logged: pa.Table, buckets: int):
+def parted_in_driver(spark, logged: pa.Table, buckets: int):
     """The logged events as a frame with ``_cdc_part`` (as :func:`_fold_on_workers` routes them), for SCD2."""
     old_keys = logged["_old_key"].to_pylist()
     pairs = sorted({(k, o) for k, o in zip(logged["_key"].to_pylist(), old_keys, strict=True) if o is not None})
-    part_of = _component_homes(pairs, buckets)
+    part_of = component_homes(pairs, buckets)
     parts = [
         part_of.get(k, b) if k is not None else b
         for k, b in zip(logged["_key"].to_pylist(), logged["_cdc_bucket"].to_pylist(), strict=True)
     ]
     parted = logged.append_column("_cdc_part", pa.array(parts, pa.int32()))
-    return _to_frame(spark, parted, LOG_DDL + ", _cdc_part int"), part_of
+    return to_frame(spark, parted, LOG_DDL + ", _cdc_part int"), part_of

@@ -1,6 +1,6 @@
 """The fold in the driver: a batch's merge when each of its inputs (the affected keys' logged events, the
 rows a bucket overwrite passes through) is known to be small after one bounded read; else None, and the
-workers fold it (``spark_fold._fold_on_workers``). Both give a :class:`Folded`, ready to commit.
+workers fold it (``spark_fold.fold_on_workers``). Both give a :class:`Folded`, ready to commit.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ import pyarrow.compute as pc
 from cdclake.compaction.affected import LOG_READ_FACTOR, Affected
 from cdclake.compaction.arrow_fold import fold_driver
 from cdclake.compaction.batch_rows import RoutedBatch, Target
-from cdclake.compaction.driver_io import _buckets_in_driver, _kept_rows, _parted_in_driver, _to_frame
+from cdclake.compaction.driver_io import buckets_in_driver, kept_rows, parted_in_driver, to_frame
 from cdclake.compaction.driver_read import read_log
 from cdclake.compaction.folding import fold_part
-from cdclake.compaction.lake_tables import LOG_SCHEMA, META_DDL, _table_ddl
-from cdclake.compaction.lineage import _head_summary
+from cdclake.compaction.lake_tables import LOG_SCHEMA, META_DDL, table_ddl
+from cdclake.compaction.lineage import head_summary
 from cdclake.compaction.row_state import fold_onto_rows
 from cdclake.compaction.strategy import MERGE_ON_READ
 from cdclake.compaction.switches import native_fold_enabled
@@ -67,7 +67,7 @@ def fold_in_driver(
     log_bound = limit + good_arrow.num_rows
     log_in_driver = None  # the touched buckets of a log of bounded size: read without Spark
     if batch.in_driver and key_set and not full and not whole_log:
-        log_rows = int(_head_summary(spark, log_name).get("total-records", 0))
+        log_rows = int(head_summary(spark, log_name).get("total-records", 0))
         if log_rows * len(affected.buckets) <= LOG_READ_FACTOR * limit * buckets:
             log_in_driver = read_log(spark, log_name, LOG_SCHEMA, buckets=affected.buckets)
     if whole_log and not main_done:  # the log holds this batch's rows alone: they are in hand
@@ -86,7 +86,7 @@ def fold_in_driver(
     elif key_set or key_set is None or full or whole_log:
         # a log no larger than the bound is read whole-query (one job); a larger one through a limit (Spark
         # then collects partition by partition, several jobs) so a long history stays bounded
-        log_rows = int(_head_summary(spark, log_name).get("total-records", log_bound + 1))
+        log_rows = int(head_summary(spark, log_name).get("total-records", log_bound + 1))
         log_events = affected.log_events_frame(spark, buckets)
         logged_arrow = (log_events if log_rows <= log_bound else log_events.limit(log_bound + 1)).toArrow()
     else:  # every key folds onto its row: no log is read
@@ -95,7 +95,7 @@ def fold_in_driver(
         return None
     rows_arrow, by_pyiceberg = _rows_passed_through(spark, target, batch, affected, mode, rewrite_buckets)
     # keyed, no rows read: the fold gives the affected keys' rows and gone markers; the buckets' other rows
-    # pass through in Spark (_kept_rows), not through the driver. An empty table (no snapshot when read; the
+    # pass through in Spark (kept_rows), not through the driver. An empty table (no snapshot when read; the
     # validated overwrite fails if one appears) has none: its rows are the driver's alone
     kept_in_spark = mode != MERGE_ON_READ and affected.keyed and rows_arrow is None
     kept_in_spark = kept_in_spark and affected.read_snapshot is not None
@@ -124,20 +124,18 @@ def fold_in_driver(
         folded.picked = folded_arrow.filter(pc.is_in(kinds, pa.array(["row", "gone"]))).drop_columns(["_cdc_info"])
         folded.merge_buckets = sorted(set(folded.picked["_cdc_bucket"].to_pylist()))
         if not affected.direct:  # a row delta needs no frame
-            folded.source = _to_frame(spark, folded.picked, _table_ddl(columns, META_DDL, "_cdc_kind string"))
+            folded.source = to_frame(spark, folded.picked, table_ddl(columns, META_DDL, "_cdc_kind string"))
     else:
         folded.rows_out = folded_arrow.filter(pc.equal(kinds, "row")).drop_columns(["_cdc_kind", "_cdc_info"])
         # a frame of them only for Spark's overwrite (the driver commits its rows alone itself)
         if not affected.direct or kept_in_spark:
-            folded.source = _to_frame(spark, folded.rows_out, _table_ddl(columns, META_DDL))
+            folded.source = to_frame(spark, folded.rows_out, table_ddl(columns, META_DDL))
         if kept_in_spark:
             folded_keys = folded_arrow.filter(pc.is_in(kinds, pa.array(["row", "gone"])))["_cdc_key"]
-            kept = _kept_rows(
-                spark, name, rewrite_buckets, set(folded_keys.to_pylist()), affected.truncate_seq, columns
-            )
+            kept = kept_rows(spark, name, rewrite_buckets, set(folded_keys.to_pylist()), affected.truncate_seq, columns)
             folded.source = folded.source.union(kept)
     if target.scd2:  # what the SCD2 history reads, as a frame: only for a table that keeps one
-        folded.ev_parted, folded.part_of = _parted_in_driver(spark, logged_arrow, buckets)
+        folded.ev_parted, folded.part_of = parted_in_driver(spark, logged_arrow, buckets)
     return folded
 
 
@@ -163,7 +161,7 @@ def _rows_passed_through(
     if affected.direct and affected.read_snapshot is not None:
         # a bucket overwrite (the maintenance rule) of a table of bounded size: its rewritten buckets read by
         # pyiceberg, so the rows pass through the driver's fold and its own commit, with no Spark job
-        rows = _buckets_in_driver(
+        rows = buckets_in_driver(
             spark, target.name, affected.read_snapshot, rewrite_buckets, target.columns, affected.in_order
         )
         return rows, rows is not None

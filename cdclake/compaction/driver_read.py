@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cdclake.compaction.lake_tables import table_schema
-from cdclake.compaction.lineage import _java_table
+from cdclake.compaction.lineage import java_table
 from cdclake.compaction.row_delta import POSITION_COLUMNS, file_schema
 
 logger = logging.getLogger(__name__)
@@ -44,7 +44,7 @@ def read_buckets(
 
     schema = placed_schema(table_columns)
     columns = pa.schema(list(schema)[: -len(POSITION_COLUMNS)])
-    table = _java_table(spark, name)
+    table = java_table(spark, name)
     if table is None or file_schema(spark, table, columns) is None:
         return None
     location = table.operations().current().metadataFileLocation()
@@ -107,7 +107,7 @@ def read_log(
     from pyiceberg.expressions import AlwaysTrue, And, In, NotNull
     from pyiceberg.table import StaticTable
 
-    table = _java_table(spark, log_name)
+    table = java_table(spark, log_name)
     if table is None:
         return None
     location = table.operations().current().metadataFileLocation()

@@ -16,7 +16,7 @@ from cdclake.schema.coltypes import arrow_type, quote_ident
 from cdclake.schema.evolution import ColumnMap
 
 
-def _aliases(columns: list[tuple[str, str]]) -> list[str]:
+def alias_names(columns: list[tuple[str, str]]) -> list[str]:
     """Spark-side names of the data columns around a cogroup.
 
     PySpark's cogroup resolves every input column by parsing its name (``df[name]``), which a
@@ -26,28 +26,28 @@ def _aliases(columns: list[tuple[str, str]]) -> list[str]:
     return [f"_cdc_col{i}" for i in range(len(columns))]
 
 
-def _aliased(frame, columns: list[tuple[str, str]], meta: list[str]):
-    """``frame``'s data columns under :func:`_aliases` (selected by their quoted real names), then ``meta``."""
+def with_aliases(frame, columns: list[tuple[str, str]], meta: list[str]):
+    """``frame``'s data columns under :func:`alias_names` (selected by their quoted real names), then ``meta``."""
     from pyspark.sql import functions as F
 
-    picked = [F.col(quote_ident(n)).alias(a) for (n, _), a in zip(columns, _aliases(columns), strict=True)]
+    picked = [F.col(quote_ident(n)).alias(a) for (n, _), a in zip(columns, alias_names(columns), strict=True)]
     return frame.select(*picked, *meta)
 
 
-def _real_names(frame, columns: list[tuple[str, str]], meta: list[str]):
-    """Inverse of :func:`_aliased` (``alias`` takes a name as it is, nothing is parsed)."""
+def real_names(frame, columns: list[tuple[str, str]], meta: list[str]):
+    """Inverse of :func:`with_aliases` (``alias`` takes a name as it is, nothing is parsed)."""
     from pyspark.sql import functions as F
 
-    picked = [F.col(a).alias(n) for (n, _), a in zip(columns, _aliases(columns), strict=True)]
+    picked = [F.col(a).alias(n) for (n, _), a in zip(columns, alias_names(columns), strict=True)]
     return frame.select(*picked, *meta)
 
 
-def _renamed(table: pa.Table, names: list[str]) -> pa.Table:
+def with_names(table: pa.Table, names: list[str]) -> pa.Table:
     """``table`` with its first ``len(names)`` columns (the data columns) renamed."""
     return table.rename_columns([*names, *table.column_names[len(names) :]])
 
 
-def _out_schema(columns: list[tuple[str, str]]) -> pa.Schema:
+def out_schema(columns: list[tuple[str, str]]) -> pa.Schema:
     """A fold's output: the table's rows, what each is (``row``, ``gone``, ``stats``) and the stats."""
     return table_schema(columns).append(pa.field("_cdc_kind", pa.string())).append(pa.field("_cdc_info", pa.string()))
 
@@ -112,7 +112,7 @@ def folded_output(
         )
     info = {"applied": stats.applied, "stale": stats.stale, "deleted_keys": len(gone)}
     out.append({"_cdc_kind": "stats", "_cdc_info": json.dumps(info)})
-    return pa.Table.from_pylist(out, schema=_out_schema(columns))
+    return pa.Table.from_pylist(out, schema=out_schema(columns))
 
 
 def _history_schema(columns: list[tuple[str, str]]) -> pa.Schema:

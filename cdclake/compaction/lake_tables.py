@@ -80,18 +80,18 @@ def table_schema(columns: list[tuple[str, str]]) -> pa.Schema:
     return pa.schema([pa.field(n, arrow_type(t)) for n, t in columns] + list(META_SCHEMA))
 
 
-def _sql_string(value: str) -> str:
+def sql_string(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def _table_ddl(columns: list[tuple[str, str]], *extra: str) -> str:
+def table_ddl(columns: list[tuple[str, str]], *extra: str) -> str:
     """Column DDL, then ``extra`` (the meta columns): a table a truncate-only batch creates has no data columns."""
     return ", ".join([*(f"{quote_ident(n)} {canonical_type(t)}" for n, t in columns), *extra])
 
 
 def _create(spark, name: str, ddl: str, props: dict[str, str], if_not_exists: bool = True) -> bool:
     """``CREATE TABLE``; without ``if_not_exists``, False when another session created it first."""
-    props_sql = ", ".join(f"{_sql_string(k)}={_sql_string(v)}" for k, v in props.items())
+    props_sql = ", ".join(f"{sql_string(k)}={sql_string(v)}" for k, v in props.items())
     try:
         spark.sql(
             f"CREATE TABLE {'IF NOT EXISTS ' if if_not_exists else ''}{name} ({ddl}) USING iceberg "
@@ -134,7 +134,7 @@ def ensure_tables(spark, source_table: str, layout: dict[str, Any], buckets: int
     if not spark.catalog.tableExists(name):
         ensure_namespace(spark, name.rsplit(".", 1)[0])
         main_props = {**common, "cdclake.buckets": str(buckets), ROW_KEYS_PROPERTY: "1", **MOR_PROPERTIES}
-        created = _create(spark, name, _table_ddl(columns, META_DDL), main_props, if_not_exists=False)
+        created = _create(spark, name, table_ddl(columns, META_DDL), main_props, if_not_exists=False)
     if created:  # made here just now, as it should be: no checks (each costs a catalog round trip)
         _create(spark, name + LOG_SUFFIX, LOG_DDL, {**common, "cdclake.buckets": str(buckets)})
     else:
@@ -144,14 +144,14 @@ def ensure_tables(spark, source_table: str, layout: dict[str, Any], buckets: int
         hist_props = {**common, "cdclake.buckets": str(buckets)}
         # with a main table made just now, try to make its history table too, without a look first; one
         # that is there already (left from a dropped main table) is checked like any other
-        if created and _create(spark, hist, _table_ddl(columns, HISTORY_META_DDL), hist_props, if_not_exists=False):
+        if created and _create(spark, hist, table_ddl(columns, HISTORY_META_DDL), hist_props, if_not_exists=False):
             return buckets
         if not spark.catalog.tableExists(hist):
-            _create(spark, hist, _table_ddl(columns, HISTORY_META_DDL), hist_props)
+            _create(spark, hist, table_ddl(columns, HISTORY_META_DDL), hist_props)
         present = {f.name for f in spark.table(hist).schema.fields}
         new = [(n, t) for n, t in columns if n not in present]
         if new:
-            spark.sql(f"ALTER TABLE {hist} ADD COLUMNS ({_table_ddl(new)})")
+            spark.sql(f"ALTER TABLE {hist} ADD COLUMNS ({table_ddl(new)})")
     return buckets
 
 
@@ -173,10 +173,10 @@ def _checked(
     if "_cdc_key" not in present:
         new.append(("_cdc_key", "string"))
     if new:
-        spark.sql(f"ALTER TABLE {name} ADD COLUMNS ({_table_ddl(new)})")
+        spark.sql(f"ALTER TABLE {name} ADD COLUMNS ({table_ddl(new)})")
     missing = {k: v for k, v in MOR_PROPERTIES.items() if k not in props}
     if missing:
-        pairs = ", ".join(f"{_sql_string(k)}={_sql_string(v)}" for k, v in missing.items())
+        pairs = ", ".join(f"{sql_string(k)}={sql_string(v)}" for k, v in missing.items())
         spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ({pairs})")
     if not spark.catalog.tableExists(name + LOG_SUFFIX):
         _create(spark, name + LOG_SUFFIX, LOG_DDL, {**common, "cdclake.buckets": str(buckets)})

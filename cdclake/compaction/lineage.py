@@ -23,18 +23,18 @@ WALK_SNAPSHOTS = 50
 COUNTS_PROPERTY = "cdclake.counts"
 
 
-def _java_table(spark, name: str):
+def java_table(spark, name: str):
     """Iceberg's ``Table`` of ``name`` as the session's catalog holds it, or None without a JVM."""
     util = java_class(spark, "org.apache.iceberg.spark.Spark3Util")
     return None if util is None else util.loadIcebergTable(spark._jsparkSession, name)
 
 
-def _lineage(spark, name: str) -> list[dict[str, Any]]:
+def snapshot_lineage(spark, name: str) -> list[dict[str, Any]]:
     """``main``'s snapshots, newest first, with their batch id and counts.
 
     Commits to other branches (an unpublished merge of a crashed or beaten attempt) are not part of it.
     """
-    table = _java_table(spark, name)
+    table = java_table(spark, name)
     if table is None:
         return _lineage_sql(spark, name)
     out = []
@@ -95,21 +95,21 @@ def _lineage_sql(spark, name: str) -> list[dict[str, Any]]:
     return out
 
 
-def _committed_counts(spark, name: str, batch_id: str) -> dict[str, Any]:
+def committed_counts(spark, name: str, batch_id: str) -> dict[str, Any]:
     """Counts of the commit that already applied ``batch_id`` (the report of a retried task)."""
-    found = next((r for r in _lineage(spark, name) if r["batch"] == batch_id), None)
+    found = next((r for r in snapshot_lineage(spark, name) if r["batch"] == batch_id), None)
     counts = json.loads(found["counts"]) if found is not None and found["counts"] else {}
     return {"applied": 0, "stale": 0, "quarantined": 0, **counts, "status": "already-committed"}
 
 
-def _fresh_snapshot_id(spark, name: str) -> int | None:
+def fresh_snapshot_id(spark, name: str) -> int | None:
     """Drop the session's cached copy of ``name`` and return its current snapshot id.
 
     Reads planned afterwards see this snapshot or a later one, so validating from it is safe
     (at worst a false conflict, which only costs a retry).
     """
     spark.catalog.refreshTable(name)
-    table = _java_table(spark, name)
+    table = java_table(spark, name)
     if table is None:
         row = spark.sql(f"SELECT snapshot_id FROM {name}.refs WHERE name = 'main'").first()
         return None if row is None else row["snapshot_id"]
@@ -117,26 +117,26 @@ def _fresh_snapshot_id(spark, name: str) -> int | None:
     return None if snapshot is None else snapshot.snapshotId()
 
 
-def _snapshot_info(spark, name: str) -> set[str]:
+def snapshot_info(spark, name: str) -> set[str]:
     """Batch ids committed to ``name`` (``main``'s history only)."""
-    return {r["batch"] for r in _lineage(spark, name) if r["batch"]}
+    return {r["batch"] for r in snapshot_lineage(spark, name) if r["batch"]}
 
 
-def _only_batch(spark, name: str, batch_id: str) -> bool:
+def only_batch(spark, name: str, batch_id: str) -> bool:
     """Whether every snapshot of ``name``'s ``main`` was committed by ``batch_id`` (a log holding
     nothing but this batch: a table's first batch). A maintenance rewrite (no batch id) says no."""
-    lineage = _lineage(spark, name)
+    lineage = snapshot_lineage(spark, name)
     return bool(lineage) and all(r["batch"] == batch_id for r in lineage)
 
 
-def _head_summary(spark, name: str) -> dict[str, str]:
+def head_summary(spark, name: str) -> dict[str, str]:
     """The summary of ``main``'s head snapshot (empty for an empty table).
 
     Read as the snapshot's JSON in one Py4J call: iterating the Java map costs a call per entry
     (17-31 ms against 2.4-4.9 ms, /tmp script of the issue 19 note), and compact reads it several
     times per table.
     """
-    table = _java_table(spark, name)
+    table = java_table(spark, name)
     if table is not None:
         snapshot = table.currentSnapshot()
         if snapshot is None:
@@ -157,7 +157,7 @@ def table_properties(spark, name: str) -> dict[str, str]:
     """The table's properties (what ``SHOW TBLPROPERTIES`` lists of them), as one Py4J call returning the
     map as JSON: the SQL command is parsed, analysed and collected (0.1-0.8 s a table when four tables ask
     at once), and walking the Java map costs a call per entry."""
-    table = _java_table(spark, name)
+    table = java_table(spark, name)
     if table is not None:
         text = java_class(spark, "org.apache.iceberg.util.JsonUtil").mapper().writeValueAsString(table.properties())
         return {str(k): str(v) for k, v in json.loads(text).items()}
@@ -167,7 +167,7 @@ def table_properties(spark, name: str) -> dict[str, str]:
 def current_schema_id(spark, name: str) -> int | None:
     """The Iceberg schema id of the table's current metadata, from the table object (the query of its
     ``metadata_log_entries`` is a Spark job: 1.6 s a table with four tables asking at once)."""
-    table = _java_table(spark, name)
+    table = java_table(spark, name)
     if table is not None:
         table.refresh()  # what is committed now, as the metadata table query would read it
         return int(table.schema().schemaId())
@@ -177,18 +177,18 @@ def current_schema_id(spark, name: str) -> int | None:
     return rows[0]["latest_schema_id"] if rows else None
 
 
-def _has_ref(spark, name: str, ref: str) -> bool:
+def has_ref(spark, name: str, ref: str) -> bool:
     """Whether ``name`` has the branch or tag ``ref``."""
-    table = _java_table(spark, name)
+    table = java_table(spark, name)
     if table is not None:
         return bool(table.refs().containsKey(ref))
     return spark.sql(f"SELECT 1 FROM {name}.refs WHERE name = '{ref}'").first() is not None
 
 
-def _bucket_has_files(spark, name: str, bucket: int) -> bool:
+def bucket_has_files(spark, name: str, bucket: int) -> bool:
     """Whether ``name``'s current snapshot has a data file in partition ``_cdc_bucket = bucket``, from its
     manifests (Py4J calls, no Spark job; True without a JVM, so the caller queries)."""
-    table = _java_table(spark, name)
+    table = java_table(spark, name)
     if table is None:
         return True
     expression = java_class(spark, "org.apache.iceberg.expressions.Expressions").equal("_cdc_bucket", bucket)

@@ -34,8 +34,8 @@ from functools import reduce
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cdclake.compaction.folding import _aliases, _out_schema
-from cdclake.compaction.lake_tables import META_DDL, _sql_string, _table_ddl
+from cdclake.compaction.folding import alias_names, out_schema
+from cdclake.compaction.lake_tables import META_DDL, sql_string, table_ddl
 from cdclake.events.change import from_json
 from cdclake.schema.coltypes import arrow_type, cast
 
@@ -121,7 +121,7 @@ def fold_text(events, columns: list[tuple[str, str]], batch_id: str, truncate_se
     # objects took ~10 (the whole plan: 0.88 -> 0.34 s a table of 10-20 columns, before any job ran)
     ev = ev.select("*", in_window.alias("_in_window"))
     for (name, _), text in zip(columns, texts, strict=True):
-        key = _sql_string(name)
+        key = sql_string(name)
         # a present value is JSON text, never SQL NULL ("null" is JSON null), so NULL here means "not written"
         aggs.append(
             F.expr(
@@ -140,7 +140,7 @@ def fold_text(events, columns: list[tuple[str, str]], batch_id: str, truncate_se
     picked = [
         unless_gone(
             f"CASE WHEN {text} IS NOT NULL THEN {text} "
-            f"WHEN _base_applies AND map_contains_key(_base, {_sql_string(name)}) THEN _base[{_sql_string(name)}] END",
+            f"WHEN _base_applies AND map_contains_key(_base, {sql_string(name)}) THEN _base[{sql_string(name)}] END",
             text,
         )
         for (name, _), text in zip(columns, texts, strict=True)
@@ -185,15 +185,15 @@ def typed_rows(batches: Iterator[pa.RecordBatch], columns: list[tuple[str, str]]
 
 
 def _out_schema_aliased(columns: list[tuple[str, str]]) -> pa.Schema:
-    schema = _out_schema(columns)
-    fields = [pa.field(alias, f.type) for alias, f in zip(_aliases(columns), schema, strict=False)]
+    schema = out_schema(columns)
+    fields = [pa.field(alias, f.type) for alias, f in zip(alias_names(columns), schema, strict=False)]
     return pa.schema(fields + list(schema)[len(columns) :])
 
 
 def fold_native(events, columns: list[tuple[str, str]], batch_id: str, truncate_seq: str | None):
     """The folded rows (``row`` / ``gone`` / ``stats``, data columns under their aliases) of keys
     without key changes: the same rows :func:`cdclake.compaction.folding.fold_part` gives them."""
-    out_ddl = _table_ddl(list(zip(_aliases(columns), [t for _, t in columns], strict=True)), META_DDL)
+    out_ddl = table_ddl(list(zip(alias_names(columns), [t for _, t in columns], strict=True)), META_DDL)
     out_ddl += ", _cdc_kind string, _cdc_info string"
     text = fold_text(events, columns, batch_id, truncate_seq)
     return text.mapInArrow(lambda it: typed_rows(it, columns), out_ddl)

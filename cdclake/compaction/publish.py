@@ -8,8 +8,8 @@ import contextlib
 import hashlib
 from collections.abc import Iterator
 
-from cdclake.compaction.lake_tables import META_NAMES, _sql_string
-from cdclake.compaction.lineage import _has_ref, _snapshot_info
+from cdclake.compaction.lake_tables import META_NAMES, sql_string
+from cdclake.compaction.lineage import has_ref, snapshot_info
 from cdclake.runtime.faults import inside_commit
 from cdclake.schema.coltypes import quote_ident
 
@@ -30,7 +30,7 @@ SNAPSHOT_PROPERTY_CONF = "spark.sql.iceberg.snapshot-property."
 DISTRIBUTION_CONF = "spark.sql.iceberg.distribution-mode"
 
 
-def _validated(writer, snapshot_id: int | None):
+def validated_writer(writer, snapshot_id: int | None):
     """Fail the commit if another one added or deleted files matching the overwrite filter since ``snapshot_id``.
 
     Without a snapshot id Iceberg validates the whole history: right for a table that was empty when read.
@@ -43,18 +43,18 @@ class PublishConflict(RuntimeError):
     """``main`` does not hold this batch's merge after the fast-forward (its branch was replaced meanwhile)."""
 
 
-def _is_conflict(exc: Exception) -> bool:
+def is_conflict(exc: Exception) -> bool:
     return isinstance(exc, PublishConflict) or any(word in str(exc) for word in _CONFLICTS)
 
 
-def _branch_name(batch_id: str) -> str:
+def branch_name(batch_id: str) -> str:
     """The private branch a batch's merge is committed to before it is published (a plain identifier)."""
     return "cdclake_" + hashlib.sha1(batch_id.encode("utf-8")).hexdigest()[:16]
 
 
-def _drop_branch(spark, name: str, branch: str) -> None:
+def drop_branch(spark, name: str, branch: str) -> None:
     """Drop ``branch`` if it exists (nothing is committed otherwise)."""
-    if _has_ref(spark, name, branch):
+    if has_ref(spark, name, branch):
         spark.sql(f"ALTER TABLE {name} DROP BRANCH IF EXISTS {branch}")
 
 
@@ -74,7 +74,7 @@ def _session_conf(spark, conf: dict[str, str]) -> Iterator[None]:
                 spark.conf.set(key, value)
 
 
-def _unshuffled(spark, local: bool):
+def unshuffled(spark, local: bool):
     """Writes made inside skip Iceberg's shuffle by bucket when ``local`` (the driver fold's few rows, in one
     or two partitions; docs/decisions.md, "The driver fold's commits skip Iceberg's shuffle by bucket")."""
     return _session_conf(spark, {DISTRIBUTION_CONF: "none"} if local else {})
@@ -102,7 +102,7 @@ def _merge_sql(target: str, view: str, columns: list[tuple[str, str]], buckets: 
     )
 
 
-def _merge_and_publish(
+def merge_and_publish(
     spark,
     name: str,
     batch_id: str,
@@ -125,7 +125,7 @@ def _merge_and_publish(
     serializable check of the overwrite path, for a commit whose own validation would only start at
     the snapshot its scan reads. The branch stays for the caller to drop (after the fault point).
     """
-    branch = _branch_name(batch_id)
+    branch = branch_name(batch_id)
     spark.sql(f"ALTER TABLE {name} CREATE OR REPLACE BRANCH {branch} AS OF VERSION {read_snapshot}")
     spark.catalog.refreshTable(name)
     view = f"cdclake_merge_{branch}"
@@ -133,14 +133,14 @@ def _merge_and_publish(
     catalog = name.split(".", 1)[0]
     try:
         with inside_commit(spark, name):
-            with _snapshot_properties(spark, properties), _unshuffled(spark, local_source):
+            with _snapshot_properties(spark, properties), unshuffled(spark, local_source):
                 spark.sql(_merge_sql(f"{name}.branch_{branch}", view, columns, buckets))
             spark.sql(
-                f"CALL {catalog}.system.fast_forward(table => {_sql_string(name)}, branch => 'main', "
-                f"to => {_sql_string(branch)})"
+                f"CALL {catalog}.system.fast_forward(table => {sql_string(name)}, branch => 'main', "
+                f"to => {sql_string(branch)})"
             ).collect()
     finally:
         spark.catalog.dropTempView(view)
     spark.catalog.refreshTable(name)
-    if batch_id not in _snapshot_info(spark, name):
+    if batch_id not in snapshot_info(spark, name):
         raise PublishConflict(f"{name}: branch {branch} was replaced before it was published")

@@ -224,7 +224,7 @@ def _routed(picked: pa.RecordBatch, computed: dict[str, pa.Array], batch_id: str
 
 
 def linked_in_driver(pairs: pa.Table, known: set[str]) -> tuple[list[str], set[tuple[str, str]]]:
-    """What :func:`_linked_keys` finds (its fixpoint run to the end), from every key change of the log in
+    """What :func:`linked_keys` finds (its fixpoint run to the end), from every key change of the log in
     hand (``pairs``: ``_key``, ``_old_key``): the keys connected to ``known`` through them, and the pairs
     touching those keys."""
     found_pairs = set(zip(pairs["_key"].to_pylist(), pairs["_old_key"].to_pylist(), strict=True))
@@ -244,7 +244,7 @@ def linked_in_driver(pairs: pa.Table, known: set[str]) -> tuple[list[str], set[t
     return sorted(found - known), touching
 
 
-def _linked_keys(
+def linked_keys(
     spark, log_name: str, keys_df, known: set[str] | None = None
 ) -> tuple[list[str], set[tuple[str, str]] | None]:
     """Keys linked to ``keys_df`` by key changes anywhere in the log, to a fixpoint.
@@ -281,7 +281,7 @@ def _linked_keys(
     return sorted(found - set(known or ())), None  # cut short: the last keys' other pairs were not searched
 
 
-def _component_homes(pairs: list[tuple[str, str]], buckets: int) -> dict[str, int]:
+def component_homes(pairs: list[tuple[str, str]], buckets: int) -> dict[str, int]:
     """Every key linked by a key change -> the bucket of its component's smallest key."""
     from cdclake.merge import PreparedEvent, components
 
@@ -293,7 +293,7 @@ def _component_homes(pairs: list[tuple[str, str]], buckets: int) -> dict[str, in
     return homes
 
 
-def _with_part(rows, part_of: dict[str, int], keys: list[str], ddl: str):
+def with_part(rows, part_of: dict[str, int], keys: list[str], ddl: str):
     """Add ``_cdc_part``: the worker a row goes to (its key-change component's home, else its bucket)."""
     from pyspark.sql import functions as F
 

@@ -11,19 +11,19 @@ from typing import Any
 
 import pyarrow as pa
 
-from cdclake.compaction.folding import _aliased, _aliases, _real_names, _renamed, fold_history_part, fold_part
+from cdclake.compaction.folding import alias_names, fold_history_part, fold_part, real_names, with_aliases, with_names
 from cdclake.compaction.lake_tables import (
     HISTORY_META_DDL,
     HISTORY_META_NAMES,
     META_DDL,
     META_NAMES,
     TRUNCATE_BUCKET,
-    _table_ddl,
+    table_ddl,
 )
-from cdclake.compaction.lineage import _fresh_snapshot_id, _snapshot_info
+from cdclake.compaction.lineage import fresh_snapshot_id, snapshot_info
 from cdclake.compaction.native_fold import fold_native
-from cdclake.compaction.publish import _validated
-from cdclake.compaction.routing import _component_homes, _with_part
+from cdclake.compaction.publish import validated_writer
+from cdclake.compaction.routing import component_homes, with_part
 from cdclake.compaction.strategy import MERGE_ON_READ
 from cdclake.compaction.switches import native_fold_enabled
 from cdclake.lake.tables import BATCH_PROPERTY
@@ -43,7 +43,7 @@ def _with_event_part(spark, log_events, part_of: dict[str, int]):
     return joined.withColumn("_cdc_part", F.coalesce(F.col("_home"), F.col("_cdc_bucket"))).drop("_home_key", "_home")
 
 
-def _fold_on_workers(
+def fold_on_workers(
     spark,
     name: str,
     batch_dir: Path,
@@ -69,18 +69,18 @@ def _fold_on_workers(
     if pairs is None:  # the linked-key search did not run (full refold): the pairs of the events read
         found = log_events.where("_old_key IS NOT NULL").select("_key", "_old_key").distinct().collect()
         pairs = {(r["_key"], r["_old_key"]) for r in found}
-    part_of = _component_homes(sorted(pairs), buckets)
+    part_of = component_homes(sorted(pairs), buckets)
 
     ev_parted = _with_event_part(spark, log_events, part_of)
 
-    # data columns under aliases on the Spark side (see _aliases); fold_part sees the real names
-    names, aliases = [n for n, _ in columns], _aliases(columns)
+    # data columns under aliases on the Spark side (see alias_names); fold_part sees the real names
+    names, aliases = [n for n, _ in columns], alias_names(columns)
     aliased = list(zip(aliases, [t for _, t in columns], strict=True))
     alias_keys = [aliases[names.index(k)] for k in keys]
-    out_ddl = _table_ddl(aliased, META_DDL, "_cdc_kind string, _cdc_info string")
+    out_ddl = table_ddl(aliased, META_DDL, "_cdc_kind string, _cdc_info string")
 
     def fold_events(ev: pa.Table) -> pa.Table:
-        return _renamed(fold_part(ev, None, markers=True, **fold_args), aliases)
+        return with_names(fold_part(ev, None, markers=True, **fold_args), aliases)
 
     cmap = fold_args["cmap"]
     if keyed and native_fold_enabled() and not (cmap and (cmap.renames or cmap.dropped)):
@@ -95,10 +95,12 @@ def _fold_on_workers(
         folded = ev_parted.groupBy("_cdc_part").applyInArrow(fold_events, out_ddl)
     else:
         current = spark.table(name).where(F.col("_cdc_bucket").isin(rewrite_buckets))
-        current = _with_part(_aliased(current, columns, META_NAMES), part_of, alias_keys, _table_ddl(aliased, META_DDL))
+        current = with_part(
+            with_aliases(current, columns, META_NAMES), part_of, alias_keys, table_ddl(aliased, META_DDL)
+        )
 
         def fold(ev: pa.Table, rows: pa.Table) -> pa.Table:
-            return _renamed(fold_part(ev, _renamed(rows, names), **fold_args), aliases)
+            return with_names(fold_part(ev, with_names(rows, names), **fold_args), aliases)
 
         folded = ev_parted.groupBy("_cdc_part").cogroup(current.groupBy("_cdc_part")).applyInArrow(fold, out_ddl)
 
@@ -112,11 +114,11 @@ def _fold_on_workers(
             stats[k] += v
     merge_buckets: list[int] = []
     if mode == MERGE_ON_READ:
-        source = _real_names(merged.where("_cdc_kind IN ('row', 'gone')"), columns, [*META_NAMES, "_cdc_kind"])
+        source = real_names(merged.where("_cdc_kind IN ('row', 'gone')"), columns, [*META_NAMES, "_cdc_kind"])
         # the buckets of the fold's keys (= the touched buckets, unless a key-change chain was cut short)
         merge_buckets = sorted({r["_cdc_bucket"] for r in source.select("_cdc_bucket").distinct().collect()})
     else:
-        source = _real_names(merged.where("_cdc_kind = 'row'"), columns, META_NAMES)
+        source = real_names(merged.where("_cdc_kind = 'row'"), columns, META_NAMES)
     return source, merge_buckets, stats, part_of, ev_parted
 
 
@@ -152,14 +154,14 @@ def _fold_native(spark, name: str, log_events, linked, part_of: dict[str, int], 
         kept = current.join(affected, current["_cdc_key"] == affected["k"], "left_anti")
         if truncate_seq is not None:  # rows whose events are not in the log (a table older than its log)
             kept = kept.where(F.coalesce(F.col("_cdc_seq"), F.lit("")) >= F.lit(truncate_seq))
-        kept = _aliased(kept, columns, META_NAMES).select(
+        kept = with_aliases(kept, columns, META_NAMES).select(
             "*", F.lit("row").alias("_cdc_kind"), F.lit(None).cast("string").alias("_cdc_info")
         )
         folded = folded.unionByName(kept)
     return folded
 
 
-def _write_history(
+def write_history(
     spark,
     hist: str,
     ev_parted,
@@ -175,31 +177,31 @@ def _write_history(
 ) -> None:
     from pyspark.sql import functions as F
 
-    if batch_id in _snapshot_info(spark, hist):
+    if batch_id in snapshot_info(spark, hist):
         return
-    read_snapshot = _fresh_snapshot_id(spark, hist)
+    read_snapshot = fresh_snapshot_id(spark, hist)
     truncates = [
         (r["seq"], r["event_ts"])
         for r in log.where(F.col("_cdc_bucket") == TRUNCATE_BUCKET).select("seq", "event_ts").collect()
     ]
-    names, aliases = [n for n, _ in columns], _aliases(columns)
+    names, aliases = [n for n, _ in columns], alias_names(columns)
     alias_keys = [aliases[names.index(k)] for k in keys]
     current = spark.table(hist).where(F.col("_cdc_bucket").isin(affected_buckets))
-    ddl = _table_ddl(list(zip(aliases, [t for _, t in columns], strict=True)), HISTORY_META_DDL)
-    current = _with_part(_aliased(current, columns, HISTORY_META_NAMES), part_of, alias_keys, ddl)
+    ddl = table_ddl(list(zip(aliases, [t for _, t in columns], strict=True)), HISTORY_META_DDL)
+    current = with_part(with_aliases(current, columns, HISTORY_META_NAMES), part_of, alias_keys, ddl)
 
     def fold(ev: pa.Table, rows: pa.Table) -> pa.Table:
         out = fold_history_part(
-            ev, _renamed(rows, names), keys=keys, columns=columns, buckets=buckets, truncates=truncates, cmap=cmap
+            ev, with_names(rows, names), keys=keys, columns=columns, buckets=buckets, truncates=truncates, cmap=cmap
         )
-        return _renamed(out, aliases)
+        return with_names(out, aliases)
 
     ev_parted.groupBy("_cdc_part").cogroup(current.groupBy("_cdc_part")).applyInArrow(fold, ddl).write.mode(
         "overwrite"
     ).parquet(str(out_dir))
     writer = (
-        _real_names(spark.read.schema(ddl).parquet(str(out_dir)), columns, HISTORY_META_NAMES)
+        real_names(spark.read.schema(ddl).parquet(str(out_dir)), columns, HISTORY_META_NAMES)
         .writeTo(hist)
         .option(f"snapshot-property.{BATCH_PROPERTY}", batch_id)
     )
-    _validated(writer, read_snapshot).overwrite(F.col("_cdc_bucket").isin(affected_buckets))
+    validated_writer(writer, read_snapshot).overwrite(F.col("_cdc_bucket").isin(affected_buckets))

@@ -20,7 +20,7 @@ SMALL_FILE_RATIO = 0.75
 TARGET_FILE_SIZE = 512 * 1024 * 1024  # Iceberg's default write.target-file-size-bytes
 
 
-def _choose_mode(
+def choose_mode(
     spark, name: str, props: dict[str, str], touched: list[int], buckets: int, summary: dict[str, str] | None = None
 ) -> tuple[str, list[int]]:
     """Merge-on-read, or overwrite (and which buckets) for a batch that could merge.

@@ -27,7 +27,7 @@ Commit (2) takes one of two paths (``merge_mode`` in the report):
   branch created at the snapshot read before the change log (``read_snapshot``),
   and is published by fast-forwarding ``main`` to it, which fails if anything
   was committed to ``main`` since then (a SQL MERGE would only validate from the
-  snapshot it scans itself). ``_snapshot_info`` only counts ``main``'s
+  snapshot it scans itself). ``snapshot_info`` only counts ``main``'s
   ancestors, so a branch commit that was never published is redone.
 - ``overwrite`` (full refresh, a batch with a TRUNCATE, a table whose rows lack
   ``_cdc_key``, the first commit of an empty table, buckets of fewer than
@@ -67,14 +67,14 @@ from cdclake.compaction.driver_merge import Folded, fold_in_driver
 from cdclake.compaction.lake_tables import HISTORY_SUFFIX, ensure_tables
 from cdclake.compaction.lineage import (
     COUNTS_PROPERTY,
-    _committed_counts,
-    _head_summary,
-    _lineage,
-    _snapshot_info,
+    committed_counts,
+    head_summary,
+    snapshot_info,
+    snapshot_lineage,
 )
-from cdclake.compaction.publish import COMMIT_ATTEMPTS, _branch_name, _drop_branch, _is_conflict
-from cdclake.compaction.spark_fold import _fold_on_workers
-from cdclake.compaction.strategy import OVERWRITE, _choose_mode
+from cdclake.compaction.publish import COMMIT_ATTEMPTS, branch_name, drop_branch, is_conflict
+from cdclake.compaction.spark_fold import fold_on_workers
+from cdclake.compaction.strategy import OVERWRITE, choose_mode
 from cdclake.compaction.switches import driver_commits_enabled
 from cdclake.lake.tables import BATCH_PROPERTY
 from cdclake.runtime.faults import fault_point
@@ -106,11 +106,11 @@ def compact_table(
         scd2=bool(layout.get("scd2")),
     )
     name = target.name
-    _drop_branch(spark, name, _branch_name(batch_id))  # an unpublished merge of a crashed attempt
-    main_done = batch_id in _snapshot_info(spark, name) and not full_refresh
-    history_done = not target.scd2 or batch_id in _snapshot_info(spark, name + HISTORY_SUFFIX)
+    drop_branch(spark, name, branch_name(batch_id))  # an unpublished merge of a crashed attempt
+    main_done = batch_id in snapshot_info(spark, name) and not full_refresh
+    history_done = not target.scd2 or batch_id in snapshot_info(spark, name + HISTORY_SUFFIX)
     if main_done and history_done:
-        return _committed_counts(spark, name, batch_id)
+        return committed_counts(spark, name, batch_id)
     # else: a crash between the table's commit and the history commit; the fold is redone for the history only
 
     # 1. this batch's events -> change-log rows (or quarantine) -> appended once: beside the fold where the log
@@ -151,7 +151,7 @@ def compact_table(
             spark, target, batch_id, affected, folded, mode, rewrite_buckets, properties, main_done, history_dir
         )
     except Exception as exc:
-        if not _is_conflict(exc) or attempt >= COMMIT_ATTEMPTS:
+        if not is_conflict(exc) or attempt >= COMMIT_ATTEMPTS:
             raise
         logger.warning(
             "compact %s, batch %s: another commit changed its buckets since it was read (attempt %d of %d); "
@@ -182,7 +182,7 @@ def appending_beside(
     fold ran one after the other, and the largest table's pair was the compact step's tail, on one core
     (docs/decisions.md, "GoldenGate JSON images split in C; a table's first log append beside its fold")."""
     # the log's history, read once: what the append reads to skip a batch it holds (no catalog load more)
-    history = _lineage(spark, target.log_name) if batch.has_good else []
+    history = snapshot_lineage(spark, target.log_name) if batch.has_good else []
     logged = {r["batch"] for r in history if r["batch"]}
     beside = batch.in_driver and batch.has_good and not history and not redo and not target.scd2
     if not (beside and driver_commits_enabled()):
@@ -202,8 +202,8 @@ def _mode(spark, target: Target, affected: Affected, main_done: bool) -> tuple[s
     """Merge-on-read or bucket overwrite, and the buckets rewritten (``strategy``)."""
     if affected.full or affected.read_snapshot is None or main_done:
         return OVERWRITE, affected.buckets
-    summary = _head_summary(spark, target.name)
-    return _choose_mode(spark, target.name, affected.props, affected.buckets, target.buckets, summary)
+    summary = head_summary(spark, target.name)
+    return choose_mode(spark, target.name, affected.props, affected.buckets, target.buckets, summary)
 
 
 def _fold_args(batch_id: str, target: Target, affected: Affected) -> dict[str, Any]:
@@ -245,7 +245,7 @@ def _fold_on_workers_of(
     rewrite_buckets: list[int],
 ) -> Folded:
     """The batch folded on the workers (``spark_fold``)."""
-    source, merge_buckets, stats, part_of, ev_parted = _fold_on_workers(
+    source, merge_buckets, stats, part_of, ev_parted = fold_on_workers(
         spark,
         target.name,
         batch_dir,
@@ -265,8 +265,8 @@ def _report(
     spark, target: Target, batch: RoutedBatch, folded: Folded, mode: str, rewrite_buckets: list[int], fold: str
 ) -> dict[str, Any]:
     """The table's report entry: its counts, how it was merged, and its files (where small files pile up)."""
-    summary = _head_summary(spark, target.name)
-    log_summary = _head_summary(spark, target.log_name)
+    summary = head_summary(spark, target.name)
+    log_summary = head_summary(spark, target.log_name)
     return {
         "status": "committed",
         **folded.stats,

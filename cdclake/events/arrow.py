@@ -22,9 +22,9 @@ from typing import Any
 import pyarrow as pa
 
 from cdclake.events.change import (
-    _SCALAR_TEXT,
     EVENT_SCHEMA,
     REJECT_SCHEMA,
+    SCALAR_TEXT,
     ChangeEvent,
     Rejected,
     Source,
@@ -54,7 +54,7 @@ class _Image:
             self.nulls.append(True)
         else:
             self.nulls.append(False)
-            get = _SCALAR_TEXT.get
+            get = SCALAR_TEXT.get
             self.keys.extend(image)
             self.values.extend([get(type(v), to_json)(v) for v in image.values()])
         self.offsets.append(len(self.keys))

@@ -258,7 +258,7 @@ _ORJSON_OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_SUBCL
 
 #: Scalar writers by exact type: one dict lookup per value instead of ``json.dumps``'s encoder set-up
 #: (the decode task's hottest path: a map entry per column of every image). Same text as :func:`to_json`.
-_SCALAR_TEXT: dict[type, Callable[[Any], str]] = {
+SCALAR_TEXT: dict[type, Callable[[Any], str]] = {
     str: encode_basestring,
     int: int.__repr__,
     Decimal: _decimal_text,
@@ -302,14 +302,14 @@ def joined_text(head: str, tail: str) -> str:
 
 def value_text(value: Any) -> str:
     """JSON text of one column value (:func:`to_json`, fast for scalars)."""
-    return _SCALAR_TEXT.get(type(value), to_json)(value)
+    return SCALAR_TEXT.get(type(value), to_json)(value)
 
 
 def image_to_text(image: dict[str, Any] | None) -> list[tuple[str, str]] | None:
     """A row image as map entries of JSON text (None stays None: no image)."""
     if image is None:
         return None
-    get = _SCALAR_TEXT.get
+    get = SCALAR_TEXT.get
     return [(k, get(type(v), to_json)(v)) for k, v in image.items()]
 
 

@@ -23,8 +23,8 @@ from cdclake.compaction.lake_tables import (
     ensure_namespace,
     ensure_tables,
 )
-from cdclake.compaction.lineage import _snapshot_info
-from cdclake.compaction.publish import SNAPSHOT_PROPERTY_CONF, _branch_name
+from cdclake.compaction.lineage import snapshot_info
+from cdclake.compaction.publish import SNAPSHOT_PROPERTY_CONF, branch_name
 from cdclake.compaction.runner import CompactFailed, compact_tables
 from cdclake.compaction.strategy import MAX_EXTRA_FILES_PROPERTY, MIN_ROWS_PROPERTY, MOR_MIN_BUCKET_ROWS
 from cdclake.compaction.table import compact_table
@@ -40,12 +40,12 @@ __all__ = [
     "SNAPSHOT_PROPERTY_CONF",
     "TRUNCATE_BUCKET",
     "CompactFailed",
-    "_branch_name",
-    "_snapshot_info",
+    "branch_name",
     "compact_table",
     "ensure_tables",
     "report_step",
     "run",
+    "snapshot_info",
 ]
 
 

@@ -26,8 +26,8 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
-from cdclake.compaction.lake_tables import HISTORY_SUFFIX, LOG_SUFFIX, _sql_string
-from cdclake.compaction.lineage import _head_summary
+from cdclake.compaction.lake_tables import HISTORY_SUFFIX, LOG_SUFFIX, sql_string
+from cdclake.compaction.lineage import head_summary
 from cdclake.runtime.settings import CATALOG_NAME
 
 DEFAULT_KEEP_DAYS = 7.0
@@ -37,7 +37,7 @@ DEFAULT_ORPHAN_DAYS = 3.0
 
 def file_counts(spark, name: str) -> dict[str, int]:
     """Data files, delete files and records of ``name``'s head (its snapshot summary, no Spark job)."""
-    summary = _head_summary(spark, name)
+    summary = head_summary(spark, name)
     return {
         "data_files": int(summary.get("total-data-files", 0)),
         "delete_files": int(summary.get("total-delete-files", 0)),
@@ -53,7 +53,7 @@ def _call(spark, procedure: str, args: dict[str, str]) -> list[dict[str, Any]]:
 
 def _in_catalog(name: str) -> str:
     """``lake.ns.t`` -> ``'ns.t'`` (the procedures' table argument, inside the catalog)."""
-    return _sql_string(name.split(".", 1)[1])
+    return sql_string(name.split(".", 1)[1])
 
 
 def maintain_table(
@@ -100,7 +100,7 @@ def maintain_table(
 
 def source_tables(source_dir: Path) -> list[str]:
     """Spark names of the lake tables a source has written (from its staged batches)."""
-    from cdclake.jobs.rebuild import _known_tables, source_batches
+    from cdclake.jobs.rebuild import known_tables, source_batches
     from cdclake.lake.naming import spark_table_name
     from cdclake.staging.batch import read_manifest
 
@@ -108,7 +108,7 @@ def source_tables(source_dir: Path) -> list[str]:
     if not batches:
         return []
     namespace = read_manifest(batches[-1]).namespace
-    return sorted({spark_table_name(t, namespace) for t in _known_tables(batches)})
+    return sorted({spark_table_name(t, namespace) for t in known_tables(batches)})
 
 
 def run(spark, tables: list[str], **kwargs: Any) -> dict[str, Any]:

@@ -126,7 +126,7 @@ def _unsafe_reason(unsafe: dict[str, dict[str, str]]):
     return F.when(F.col("table").isin(*unsafe), F.get(reasons, 0))
 
 
-def _existing_columns(spark, name: str) -> list[tuple[str, str]] | None:
+def existing_columns(spark, name: str) -> list[tuple[str, str]] | None:
     return _columns_of(spark, name) if spark.catalog.tableExists(name) else None
 
 

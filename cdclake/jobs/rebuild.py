@@ -31,12 +31,12 @@ def source_batches(source_dir: Path) -> list[Path]:
 
 
 def _table_layout(spark, source_table: str, manifest: Manifest) -> dict[str, Any] | None:
-    from cdclake.jobs.normalize import _existing_columns, recorded_history
+    from cdclake.jobs.normalize import existing_columns, recorded_history
     from cdclake.lake.naming import iceberg_identifier, spark_table_name
     from cdclake.schema.evolution import column_map
 
     name = spark_table_name(source_table, manifest.namespace)
-    columns = _existing_columns(spark, name)
+    columns = existing_columns(spark, name)
     if columns is None:
         return None
     props = table_properties(spark, name)
@@ -53,7 +53,7 @@ def _table_layout(spark, source_table: str, manifest: Manifest) -> dict[str, Any
     }
 
 
-def _known_tables(batches: list[Path]) -> list[str]:
+def known_tables(batches: list[Path]) -> list[str]:
     tables: set[str] = set()
     for batch in batches:
         path = batch / "tables.json"
@@ -124,7 +124,7 @@ def run(
 ) -> dict[str, Any]:
     source_dir = Path(source_dir)
     batches = source_batches(source_dir)
-    tables = sorted(tables or _known_tables(batches))
+    tables = sorted(tables or known_tables(batches))
     work = source_dir / REBUILD_DIR / run_id
     work.mkdir(parents=True, exist_ok=True)
     if dry_run:

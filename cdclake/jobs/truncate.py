@@ -43,7 +43,8 @@ def has_truncates(batch_dir: str | Path) -> bool:
 def truncate_table(spark, batch_id: str, source_table: str, layout: dict[str, Any], rows, buckets: int):
     from pyspark.sql import functions as F
 
-    from cdclake.jobs.compact import LOG_SUFFIX, TRUNCATE_BUCKET, _snapshot_info, ensure_tables
+    from cdclake.compaction.lineage import snapshot_info
+    from cdclake.jobs.compact import LOG_SUFFIX, TRUNCATE_BUCKET, ensure_tables
     from cdclake.jobs.normalize import DDL_TRUNCATE_META
 
     name = layout["spark_name"]
@@ -53,7 +54,7 @@ def truncate_table(spark, batch_id: str, source_table: str, layout: dict[str, An
     events = rows.where(F.col("table") == source_table)
     counted = events.groupBy((F.coalesce(F.col("meta"), F.lit("")) == DDL_TRUNCATE_META).alias("ddl")).count()
     counts = {r["ddl"]: r["count"] for r in counted.collect()}
-    if marker not in _snapshot_info(spark, log_name):
+    if marker not in snapshot_info(spark, log_name):
         log_rows = events.select(
             F.lit(None).cast("string").alias("_key"),
             F.lit(None).cast("string").alias("_old_key"),
@@ -75,7 +76,7 @@ def truncate_table(spark, batch_id: str, source_table: str, layout: dict[str, An
     log = spark.table(log_name)
     watermark = log.where(F.col("_cdc_bucket") == TRUNCATE_BUCKET).agg(F.max("seq").alias("wm")).first()["wm"]
     deleted = 0
-    if watermark is not None and marker not in _snapshot_info(spark, name):
+    if watermark is not None and marker not in snapshot_info(spark, name):
         table = spark.table(name)
         gone = table.where(F.coalesce(F.col("_cdc_seq"), F.lit("")) < watermark)
         deleted = gone.count()

@@ -89,19 +89,19 @@ def changes_from_events(
         if event["op"] == "DDL":
             text = ddl.get("text") if isinstance(ddl, dict) else ddl
             if not isinstance(text, str) or not text.strip():
-                result.rejects.append({"error": "DDL event carries no statement text", **_lineage(where)})
+                result.rejects.append({"error": "DDL event carries no statement text", **snapshot_lineage(where)})
                 continue
             from cdclake.schema.ddl_text import parse_ddl  # the SQL parser (0.3 s to import) only for DDL text
 
             try:
                 parsed = parse_ddl(text, dialect=dialect, default_table=event.get("table"), **where)
             except DdlError as exc:
-                result.rejects.append({"error": f"DDL statement not understood: {exc}", **_lineage(where)})
+                result.rejects.append({"error": f"DDL statement not understood: {exc}", **snapshot_lineage(where)})
                 continue
             parsed = [_with_table(c, _source_table(c.table, event.get("table"))) for c in parsed]
             bad = _bad_name(parsed, known, column_problem)
             if bad:
-                result.rejects.append({"error": f"DDL statement not applied: {bad}", **_lineage(where)})
+                result.rejects.append({"error": f"DDL statement not applied: {bad}", **snapshot_lineage(where)})
                 continue
             for change in parsed:
                 table = change.table
@@ -150,11 +150,11 @@ def changes_from_events(
                     **where,
                 )
             except DdlError as exc:
-                result.rejects.append({"error": f"schema announcement not usable: {exc}", **_lineage(where)})
+                result.rejects.append({"error": f"schema announcement not usable: {exc}", **snapshot_lineage(where)})
                 continue
         bad = _bad_name(changes, known, column_problem)
         if bad:
-            result.rejects.append({"error": f"schema announcement not applied: {bad}", **_lineage(where)})
+            result.rejects.append({"error": f"schema announcement not applied: {bad}", **snapshot_lineage(where)})
             continue
         if changes:
             result.changes.setdefault(table, []).extend(changes)
@@ -199,5 +199,5 @@ def _with_table(change: SchemaChange, table: str) -> SchemaChange:
     return SchemaChange.from_dict(data)
 
 
-def _lineage(where: dict[str, Any]) -> dict[str, Any]:
+def snapshot_lineage(where: dict[str, Any]) -> dict[str, Any]:
     return {"source_file": where["source_file"], "source_offset": where["source_offset"]}

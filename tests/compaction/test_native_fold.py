@@ -9,7 +9,7 @@ from changelogs import BUCKETS, COLUMNS, CURRENT, event_st, log_rows, rows_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cdclake.compaction.folding import _renamed, fold_part
+from cdclake.compaction.folding import fold_part, with_names
 from cdclake.compaction.lake_tables import LOG_DDL, LOG_SCHEMA
 from cdclake.compaction.native_fold import fold_native
 
@@ -34,5 +34,5 @@ def test_native_fold_equals_the_reference(spark, drawn, truncate_seq):
         markers=True,
     )
     frame = spark.createDataFrame(log, schema=LOG_DDL)
-    native = _renamed(fold_native(frame, COLUMNS, CURRENT, truncate_seq).toArrow(), names)
+    native = with_names(fold_native(frame, COLUMNS, CURRENT, truncate_seq).toArrow(), names)
     assert rows_of(native) == rows_of(reference)

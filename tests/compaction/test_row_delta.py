@@ -18,9 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cdclake.compaction.driver_read import read_buckets
-from cdclake.compaction.lake_tables import LOG_DDL, LOG_SCHEMA, META_DDL, _table_ddl, table_schema
-from cdclake.compaction.lineage import _fresh_snapshot_id, _java_table
-from cdclake.compaction.publish import _is_conflict
+from cdclake.compaction.lake_tables import LOG_DDL, LOG_SCHEMA, META_DDL, table_ddl, table_schema
+from cdclake.compaction.lineage import fresh_snapshot_id, java_table
+from cdclake.compaction.publish import is_conflict
 from cdclake.compaction.row_delta import (
     LOCATED_COLUMNS,
     POSITION_COLUMNS,
@@ -88,10 +88,10 @@ def make_table(spark, table: str, rows: list[dict]) -> str:
     name = spark_table_name(table, NS)
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {name.rsplit('.', 1)[0]}")
     spark.sql(
-        f"CREATE TABLE {name} ({_table_ddl(COLUMNS, META_DDL)}) USING iceberg PARTITIONED BY (_cdc_bucket) "
+        f"CREATE TABLE {name} ({table_ddl(COLUMNS, META_DDL)}) USING iceberg PARTITIONED BY (_cdc_bucket) "
         "TBLPROPERTIES ('format-version'='2', 'write.delete.mode'='merge-on-read', 'cdclake.keys'='id')"
     )
-    spark.createDataFrame([with_meta(r, 1) for r in rows], _table_ddl(COLUMNS, META_DDL)).writeTo(name).append()
+    spark.createDataFrame([with_meta(r, 1) for r in rows], table_ddl(COLUMNS, META_DDL)).writeTo(name).append()
     return name
 
 
@@ -127,7 +127,7 @@ def test_a_row_delta_leaves_the_rows_a_merge_would_for_every_column_type(spark, 
     table = "RD.TYPES"
     before = {i: row(i) for i in range(40)}
     name = make_table(spark, table, list(before.values()))
-    snapshot = _fresh_snapshot_id(spark, name)
+    snapshot = fresh_snapshot_id(spark, name)
     where = located(spark, name)
     updated = {i: row(i, "u") for i in (1, 2, 5, 17)}
     updated[2] = {**updated[2], "s": None, "small": None, "ts": None, "bin": None}  # values set to NULL
@@ -138,7 +138,7 @@ def test_a_row_delta_leaves_the_rows_a_merge_would_for_every_column_type(spark, 
     deletes = where.of_keys(keys)
     assert deletes.num_rows == len(updated) + len(deleted)  # the inserted keys had no row
     buckets = sorted({bucket_of(k, BUCKETS) for k in keys})
-    table_obj = _java_table(spark, name)
+    table_obj = java_table(spark, name)
     assert commit_row_delta(spark, table_obj, snapshot, new_rows, deletes, buckets, {"cdclake.batch-id": "rd"})
 
     expected = {**before, **updated, **inserted}
@@ -162,21 +162,21 @@ def test_a_row_delta_leaves_the_rows_a_merge_would_for_every_column_type(spark, 
 
 def test_a_row_delta_racing_a_commit_on_its_buckets_fails_as_a_conflict(spark, warehouse):
     name = make_table(spark, "RD.RACE", [row(i) for i in range(20)])
-    snapshot = _fresh_snapshot_id(spark, name)
+    snapshot = fresh_snapshot_id(spark, name)
     where = located(spark, name)
     key = key_of({"id": 4}, ["id"])
-    spark.createDataFrame([with_meta(row(4, "other"), 3)], _table_ddl(COLUMNS, META_DDL)).writeTo(name).append()
+    spark.createDataFrame([with_meta(row(4, "other"), 3)], table_ddl(COLUMNS, META_DDL)).writeTo(name).append()
     with pytest.raises(Exception) as raised:
         commit_row_delta(
             spark,
-            _java_table(spark, name),
+            java_table(spark, name),
             snapshot,
             arrow_rows([with_meta(row(4, "mine"), 2)]),
             where.of_keys({key}),
             [bucket_of(key, BUCKETS)],
             {},
         )
-    assert _is_conflict(raised.value), raised.value
+    assert is_conflict(raised.value), raised.value
     spark.catalog.refreshTable(name)
     assert sorted(r["s"] for r in spark.table(name).where("id = 4").collect()) == ["other4 é☃", "v4 é☃"]  # untouched
 
@@ -185,12 +185,12 @@ def test_a_table_with_a_column_the_fold_does_not_write_is_left_to_the_merge(spar
     name = make_table(spark, "RD.EXTRA", [row(i) for i in range(5)])
     spark.sql(f"ALTER TABLE {name} ADD COLUMN extra string")
     before = spark.sql(f"SELECT count(*) AS n FROM {name}.snapshots").first()["n"]
-    snapshot = _fresh_snapshot_id(spark, name)
+    snapshot = fresh_snapshot_id(spark, name)
     where = located(spark, name)
     key = key_of({"id": 1}, ["id"])
     done = commit_row_delta(
         spark,
-        _java_table(spark, name),
+        java_table(spark, name),
         snapshot,
         arrow_rows([with_meta(row(1, "u"), 2)]),
         where.of_keys({key}),
@@ -231,13 +231,13 @@ def test_the_driver_read_sees_the_rows_and_places_spark_sees(spark, warehouse):
     Spark's, after position deletes written by a row delta and by Spark's own merge-on-read ``DELETE``."""
     name = make_table(spark, "RD.READ", [row(i) for i in range(60)])
     more = [with_meta(row(i), 1) for i in range(60, 90)]
-    spark.createDataFrame(more, _table_ddl(COLUMNS, META_DDL)).writeTo(name).append()  # 2 files a bucket
+    spark.createDataFrame(more, table_ddl(COLUMNS, META_DDL)).writeTo(name).append()  # 2 files a bucket
     where = located(spark, name)
     keys = {key_of({"id": i}, ["id"]) for i in (1, 2, 61)}
     commit_row_delta(
         spark,
-        _java_table(spark, name),
-        _fresh_snapshot_id(spark, name),
+        java_table(spark, name),
+        fresh_snapshot_id(spark, name),
         arrow_rows([with_meta(row(2, "u"), 2)]),
         where.of_keys(keys),
         sorted({bucket_of(k, BUCKETS) for k in keys}),
@@ -245,7 +245,7 @@ def test_the_driver_read_sees_the_rows_and_places_spark_sees(spark, warehouse):
     )
     spark.catalog.refreshTable(name)  # as the pipeline does after its own commits
     spark.sql(f"DELETE FROM {name} WHERE id IN (7, 70)")
-    snapshot = _fresh_snapshot_id(spark, name)
+    snapshot = fresh_snapshot_id(spark, name)
     touched = [0, 2, 3]
     got = read_buckets(spark, name, snapshot, touched, COLUMNS)
     spark.catalog.refreshTable(name)
@@ -263,10 +263,10 @@ def test_the_driver_read_names_a_column_renamed_since_the_last_commit(spark, war
     """A rename makes no snapshot: the bucket read at the current snapshot is in the current schema, so the
     renamed column's values come under its new name (a scan at the snapshot id took that snapshot's schema)."""
     name = make_table(spark, "RD.READ_RENAMED", [row(i) for i in range(12)])
-    snapshot = _fresh_snapshot_id(spark, name)
+    snapshot = fresh_snapshot_id(spark, name)
     spark.sql(f"ALTER TABLE {name} RENAME COLUMN s TO s2")
     renamed = [("s2", t) if n == "s" else (n, t) for n, t in COLUMNS]
-    assert _fresh_snapshot_id(spark, name) == snapshot
+    assert fresh_snapshot_id(spark, name) == snapshot
     got = read_buckets(spark, name, snapshot, list(range(BUCKETS)), renamed)
     assert got is not None and got.num_rows == 12
     assert sorted(zip(got["id"].to_pylist(), got["s2"].to_pylist(), strict=True)) == [
@@ -277,7 +277,7 @@ def test_the_driver_read_names_a_column_renamed_since_the_last_commit(spark, war
 def test_the_driver_read_leaves_a_table_of_other_columns_to_spark(spark, warehouse):
     name = make_table(spark, "RD.READ_EXTRA", [row(i) for i in range(5)])
     spark.sql(f"ALTER TABLE {name} ADD COLUMN extra string")
-    assert read_buckets(spark, name, _fresh_snapshot_id(spark, name), [0, 1, 2, 3], COLUMNS) is None
+    assert read_buckets(spark, name, fresh_snapshot_id(spark, name), [0, 1, 2, 3], COLUMNS) is None
 
 
 def _java_counts(jmap) -> dict[int, int]:
@@ -290,10 +290,10 @@ def test_the_driver_files_carry_the_counts_iceberg_reads_from_their_footers(spar
     log file whose ``_old_key`` is all null is skipped by a scan for key changes."""
     rows = [row(i) for i in range(30)]
     name = make_table(spark, "RD.COUNTS", rows[:1])
-    table = _java_table(spark, name)
+    table = java_table(spark, name)
     buckets = list(range(BUCKETS))
     fresh = arrow_rows([with_meta(r, 2) for r in rows])
-    assert commit_overwrite(spark, table, _fresh_snapshot_id(spark, name), fresh, buckets, {})
+    assert commit_overwrite(spark, table, fresh_snapshot_id(spark, name), fresh, buckets, {})
 
     log_name = spark_table_name("RD.COUNTS_LOG", NS)
     spark.sql(f"CREATE TABLE {log_name} ({LOG_DDL}) USING iceberg PARTITIONED BY (_cdc_bucket)")
@@ -313,12 +313,12 @@ def test_the_driver_files_carry_the_counts_iceberg_reads_from_their_footers(spar
         }
         for i in range(20)
     ]
-    log_table = _java_table(spark, log_name)
+    log_table = java_table(spark, log_name)
     assert append_rows(spark, log_table, pa.Table.from_pylist(logged, schema=LOG_SCHEMA), {})
 
     iceberg = spark._jvm.org.apache.iceberg
     for lake_name in (name, log_name):
-        lake = _java_table(spark, lake_name)
+        lake = java_table(spark, lake_name)
         lake.refresh()
         config = iceberg.MetricsConfig.forTable(lake)
         top_level = {f.fieldId() for f in lake.schema().columns() if not f.type().isNestedType()}
@@ -356,7 +356,7 @@ def test_driver_files_are_placed_where_the_tables_location_provider_places_them(
 
     name = make_table(spark, f"S.PLACED{int(object_storage)}", [row(1)])
     spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ('write.object-storage.enabled'='{str(object_storage).lower()}')")
-    table = _java_table(spark, name)
+    table = java_table(spark, name)
     location_of = _file_locations(spark, table)
     partition_data = java_class(spark, "org.apache.iceberg.DataFiles").data
     for bucket in (0, 3, 12):
@@ -367,7 +367,7 @@ def test_driver_files_are_placed_where_the_tables_location_provider_places_them(
         assert location_of(bucket, file) == expected
     assert (location_of.__name__ == "asked") is object_storage
     fresh = arrow_rows([with_meta(row(i), 2) for i in range(2, 12)])
-    assert commit_overwrite(spark, table, _fresh_snapshot_id(spark, name), fresh, list(range(BUCKETS)), {})
+    assert commit_overwrite(spark, table, fresh_snapshot_id(spark, name), fresh, list(range(BUCKETS)), {})
     assert sorted(spark_rows(spark, name)) == list(range(2, 12))
 
 

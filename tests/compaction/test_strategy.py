@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cdclake.compaction.strategy import MERGE_ON_READ, MOR_MIN_BUCKET_ROWS, OVERWRITE, _choose_mode
+from cdclake.compaction.strategy import MERGE_ON_READ, MOR_MIN_BUCKET_ROWS, OVERWRITE, choose_mode
 
 
 class NoSpark:
@@ -25,14 +25,14 @@ def summary(data: int, deletes: int, records: int, deleted: int = 0) -> dict[str
 
 def test_a_small_table_with_few_files_is_overwritten_without_a_query():
     touched = [1, 5, 9]
-    got = _choose_mode(NoSpark(), "t", {}, touched, 16, summary(16, 0, MOR_MIN_BUCKET_ROWS * 3 - 1))
+    got = choose_mode(NoSpark(), "t", {}, touched, 16, summary(16, 0, MOR_MIN_BUCKET_ROWS * 3 - 1))
     assert got == (OVERWRITE, touched)
 
 
 def test_a_batch_touching_every_bucket_of_a_big_table_merges_without_a_query():
     every = list(range(16))
     totals = summary(32, 16, MOR_MIN_BUCKET_ROWS * 16 + 500, deleted=500)
-    assert _choose_mode(NoSpark(), "t", {}, every, 16, totals) == (MERGE_ON_READ, every)
+    assert choose_mode(NoSpark(), "t", {}, every, 16, totals) == (MERGE_ON_READ, every)
 
 
 @pytest.mark.parametrize(
@@ -46,4 +46,4 @@ def test_a_batch_touching_every_bucket_of_a_big_table_merges_without_a_query():
 )
 def test_undecided_totals_query_the_file_list(totals, touched):
     with pytest.raises(AssertionError, match="queried"):
-        _choose_mode(NoSpark(), "t", {}, touched, 16, totals)
+        choose_mode(NoSpark(), "t", {}, touched, 16, totals)

@@ -226,7 +226,7 @@ def test_a_merge_left_unpublished_by_a_crash_is_redone(spark, warehouse, tmp_pat
         apply(spark, tmp_path, "crash-b2", messages)
     monkeypatch.undo()
     assert_rows(spark, warehouse, table, expected)  # main did not move
-    assert refs(spark, table) == sorted(["main", compact._branch_name("crash-b2")])
+    assert refs(spark, table) == sorted(["main", compact.branch_name("crash-b2")])
     assert all_snapshots_of(warehouse, table, "crash-b2") == 1 and batch_commits(warehouse, table, "crash-b2") == 0
     assert not any(k.startswith(compact.SNAPSHOT_PROPERTY_CONF) for k in spark.conf.getAll)
 
