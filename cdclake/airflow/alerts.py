@@ -22,6 +22,7 @@ from typing import Any
 
 from airflow.sdk import BaseNotifier
 
+from cdclake.airflow.dates import START_DATE
 from cdclake.monitoring.health import Health
 from cdclake.runtime.settings import Settings
 from cdclake.runtime.sources import SourceConfig
@@ -146,8 +147,6 @@ def build_health_dag(sources: dict[str, SourceConfig], notifiers: Sequence[Any] 
     """``cdc_health``: one task per source that fails when the source breaches its thresholds."""
     from airflow.sdk import DAG, task
     from airflow.sdk.exceptions import AirflowFailException
-
-    from cdclake.airflow.dags import START_DATE
 
     with DAG(
         dag_id="cdc_health",

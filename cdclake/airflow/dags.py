@@ -35,12 +35,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from cdclake.airflow.dates import START_DATE
 from cdclake.runtime.settings import REPO_ROOT, Settings
 from cdclake.runtime.sources import SourceConfig, load_sources
 from cdclake.staging.batch import Manifest, safe_batch_id
 
 SPARK_JOBS = REPO_ROOT / "spark_jobs"
-START_DATE = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
 
 
 def _iso(value: Any) -> str | None:
@@ -311,106 +311,140 @@ def ingest_params():
 
 
 def build_dag(source: SourceConfig, settings: Settings, notifiers: list[Any] | None = None):
-    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-    from airflow.sdk import DAG, task
+    """``cdc_<source>``: the source's ingest DAG (the module's docstring draws it)."""
+    from airflow.sdk import DAG
 
+    spark_args = _spark_args(settings, per_run_options=True)
+    with DAG(**_ingest_dag_args(source, notifiers)) as dag:
+        _ingest_tasks(dag, source, settings, spark_args)
+    return dag
+
+
+def _ingest_dag_args(source: SourceConfig, notifiers: list[Any] | None) -> dict[str, Any]:
+    """The ingest DAG's arguments: schedule, params, failure callbacks and (if any) its deadline."""
     from cdclake.airflow.alerts import RecordRunFailure, deadline_alert
 
-    dag_id = f"cdc_{source.name}"
-    spark_args = _spark_args(settings, per_run_options=True)
-    common = ["--warehouse", str(settings.warehouse), "--buckets", str(settings.buckets)]
-
-    def spark_step(step: str, batch_dir, **kwargs):
-        return SparkSubmitOperator(
-            task_id={"ddl": "apply_ddl", "truncate": "apply_truncates"}.get(step, step),
-            application=str(SPARK_JOBS / f"{step}.py"),
-            name=f"cdclake-{source.name}-{step}",
-            application_args=["--batch-dir", batch_dir, *(common if step in ("ddl", "truncate") else common[:2])],
-            **spark_args,
-            **kwargs,
-        )
-
-    with DAG(
-        dag_id=dag_id,
-        schedule=source.schedule,
-        start_date=START_DATE,
-        catchup=False,
-        max_active_runs=1,
-        tags=["cdclake", source.format],
-        params=ingest_params(),
-        doc_md=(
+    return {
+        "dag_id": f"cdc_{source.name}",
+        "schedule": source.schedule,
+        "start_date": START_DATE,
+        "catchup": False,
+        "max_active_runs": 1,
+        "tags": ["cdclake", source.format],
+        "params": ingest_params(),
+        "doc_md": (
             f"CDC ingest of source **{source.name}** (`{source.format}`) from `{source.landing}`: "
             "stage → decode + normalize → apply DDL → apply truncates → compact (one Spark application per "
             "group of tables) → report."
         ),
-        default_args={
+        "default_args": {
             "retries": 1,
             "retry_delay": dt.timedelta(seconds=30),
             "on_failure_callback": [RecordRunFailure(source.name), *(notifiers or [])],
         },
         **({"deadline": deadline} if (deadline := deadline_alert(source)) is not None else {}),
-    ) as dag:
+    }
 
-        @task(task_id="stage")
-        def stage(**context: Any) -> str:
-            return stage_task(source, context)
 
-        batch_dir = stage()
-        normalize = spark_step("decode_normalize", batch_dir)
+def _ingest_tasks(dag: Any, source: SourceConfig, settings: Settings, spark_args: dict[str, Any]) -> None:
+    """The ingest DAG's tasks and their order, inside its ``with DAG`` block."""
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+    from airflow.sdk import task
 
-        @task.short_circuit(task_id="has_schema_changes", ignore_downstream_trigger_rules=False)
-        def has_schema_changes(path: str, **context: Any) -> bool:
-            from cdclake.jobs.ddl import has_changes
+    common = ["--warehouse", str(settings.warehouse), "--buckets", str(settings.buckets)]
 
-            return not context["params"].get("dry_run") and has_changes(path)
+    @task(task_id="stage")
+    def stage(**context: Any) -> str:
+        return stage_task(source, context)
 
-        @task.short_circuit(
-            task_id="has_truncates", ignore_downstream_trigger_rules=False, trigger_rule="none_failed_min_one_success"
+    batch_dir = stage()
+    normalize = _spark_step(SparkSubmitOperator, source, spark_args, common, "decode_normalize", batch_dir)
+    has_schema_changes, has_truncates = _gate_tasks(task)
+    tables = _tables_task(task, settings, common)
+    apply_ddl = _spark_step(SparkSubmitOperator, source, spark_args, common, "ddl", batch_dir)
+    apply_truncates = _spark_step(SparkSubmitOperator, source, spark_args, common, "truncate", batch_dir)
+    compact = SparkSubmitOperator.partial(
+        task_id="compact",
+        application=str(SPARK_JOBS / "compact.py"),
+        name=f"cdclake-{source.name}-compact",
+        map_index_template="{{ task.application_args[-1] }}",
+        **spark_args,
+    ).expand(application_args=tables(batch_dir))
+    report = _report_task(task, source)
+
+    gate_ddl = has_schema_changes(batch_dir)
+    gate_truncates = has_truncates(batch_dir)
+    done = report(batch_dir)
+    normalize << batch_dir
+    normalize >> gate_ddl >> apply_ddl
+    [normalize, apply_ddl] >> gate_truncates >> apply_truncates
+    upstream_of_tables = [normalize, apply_ddl, apply_truncates]
+    tables_task = dag.get_task("affected_tables")
+    for upstream in upstream_of_tables:
+        upstream >> tables_task
+    [compact, tables_task] >> done
+
+
+def _spark_step(
+    operator: Any, source: SourceConfig, spark_args: dict[str, Any], common: list[str], step: str, batch_dir: Any
+) -> Any:
+    """The spark-submit task of one ingest step (``spark_jobs/<step>.py`` on the run's batch)."""
+    return operator(
+        task_id={"ddl": "apply_ddl", "truncate": "apply_truncates"}.get(step, step),
+        application=str(SPARK_JOBS / f"{step}.py"),
+        name=f"cdclake-{source.name}-{step}",
+        application_args=["--batch-dir", batch_dir, *(common if step in ("ddl", "truncate") else common[:2])],
+        **spark_args,
+    )
+
+
+def _gate_tasks(task: Any) -> tuple[Any, Any]:
+    """The short-circuit gates of the DDL and truncate steps (skipped in a dry run or without such events)."""
+
+    @task.short_circuit(task_id="has_schema_changes", ignore_downstream_trigger_rules=False)
+    def has_schema_changes(path: str, **context: Any) -> bool:
+        from cdclake.jobs.ddl import has_changes
+
+        return not context["params"].get("dry_run") and has_changes(path)
+
+    @task.short_circuit(
+        task_id="has_truncates", ignore_downstream_trigger_rules=False, trigger_rule="none_failed_min_one_success"
+    )
+    def has_truncates(path: str, **context: Any) -> bool:
+        from cdclake.jobs.truncate import has_truncates as found
+
+        return not context["params"].get("dry_run") and found(path)
+
+    return has_schema_changes, has_truncates
+
+
+def _tables_task(task: Any, settings: Settings, common: list[str]) -> Any:
+    """``affected_tables``: the application_args of each mapped compact task."""
+
+    @task(task_id="affected_tables", trigger_rule="none_failed_min_one_success")
+    def tables(path: str, **context: Any) -> list[list[str]]:
+        found = affected_tables(path, bool(context["params"].get("dry_run")))
+        groups = table_groups(found, settings.compact_group_size)
+        print(f"{len(found)} table(s) to compact in {len(groups)} task(s): {found}")
+        return compact_args(path, common, groups, bool(context["params"].get("full_refresh")))
+
+    return tables
+
+
+def _report_task(task: Any, source: SourceConfig) -> Any:
+    """``report``: the run report, its checks and the assets of the changed tables (report_task)."""
+
+    @task(task_id="report", trigger_rule="none_failed_min_one_success", outlets=[asset_alias(source)])
+    def report(path: str, **context: Any) -> dict[str, Any]:
+        return report_task(
+            path,
+            source,
+            bool(context["params"].get("dry_run")),
+            outlet_events=context.get("outlet_events"),
+            context=context,
         )
-        def has_truncates(path: str, **context: Any) -> bool:
-            from cdclake.jobs.truncate import has_truncates as found
 
-            return not context["params"].get("dry_run") and found(path)
-
-        @task(task_id="affected_tables", trigger_rule="none_failed_min_one_success")
-        def tables(path: str, **context: Any) -> list[list[str]]:
-            found = affected_tables(path, bool(context["params"].get("dry_run")))
-            groups = table_groups(found, settings.compact_group_size)
-            print(f"{len(found)} table(s) to compact in {len(groups)} task(s): {found}")
-            return compact_args(path, common, groups, bool(context["params"].get("full_refresh")))
-
-        apply_ddl = spark_step("ddl", batch_dir)
-        apply_truncates = spark_step("truncate", batch_dir)
-        compact = SparkSubmitOperator.partial(
-            task_id="compact",
-            application=str(SPARK_JOBS / "compact.py"),
-            name=f"cdclake-{source.name}-compact",
-            map_index_template="{{ task.application_args[-1] }}",
-            **spark_args,
-        ).expand(application_args=tables(batch_dir))
-
-        @task(task_id="report", trigger_rule="none_failed_min_one_success", outlets=[asset_alias(source)])
-        def report(path: str, **context: Any) -> dict[str, Any]:
-            return report_task(
-                path,
-                source,
-                bool(context["params"].get("dry_run")),
-                outlet_events=context.get("outlet_events"),
-                context=context,
-            )
-
-        gate_ddl = has_schema_changes(batch_dir)
-        gate_truncates = has_truncates(batch_dir)
-        done = report(batch_dir)
-        normalize << batch_dir
-        normalize >> gate_ddl >> apply_ddl
-        [normalize, apply_ddl] >> gate_truncates >> apply_truncates
-        upstream_of_tables = [normalize, apply_ddl, apply_truncates]
-        tables_task = dag.get_task("affected_tables")
-        for upstream in upstream_of_tables:
-            upstream >> tables_task
-        [compact, tables_task] >> done
-    return dag
+    return report
 
 
 def build_rebuild_dag(sources: dict[str, SourceConfig], settings: Settings):
