@@ -39,7 +39,7 @@ from cdclake.events.change import (
 from cdclake.events.decoded import TableFilesWriter
 from cdclake.formats._avro_binary import OCF_MAGIC, SYNC_SIZE, Malformed, read_varint
 from cdclake.formats._gg_avro import codec_problem, ocf_header
-from cdclake.jobs.decode_processes import run_tasks
+from cdclake.jobs.decode_pool import run_tasks
 from cdclake.lake.parquet_stats import intermediate_options
 from cdclake.options import Options
 from cdclake.registry import get_decoder

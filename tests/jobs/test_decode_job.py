@@ -11,7 +11,7 @@ import pytest
 
 from cdclake.events.batch import decoded_files, read_events
 from cdclake.jobs import decode
-from cdclake.jobs.decode_processes import run_tasks
+from cdclake.jobs.decode_pool import run_tasks
 from cdclake.staging.batch import Manifest
 from cdclake.staging.stage import stage_files
 
