@@ -87,81 +87,117 @@ def changes_from_events(
         }
         ddl = event.get("ddl") or {}
         if event["op"] == "DDL":
-            text = ddl.get("text") if isinstance(ddl, dict) else ddl
-            if not isinstance(text, str) or not text.strip():
-                result.rejects.append({"error": "DDL event carries no statement text", **snapshot_lineage(where)})
-                continue
-            from cdclake.schema.ddl_text import parse_ddl  # the SQL parser (0.3 s to import) only for DDL text
-
-            try:
-                parsed = parse_ddl(text, dialect=dialect, default_table=event.get("table"), **where)
-            except DdlError as exc:
-                result.rejects.append({"error": f"DDL statement not understood: {exc}", **snapshot_lineage(where)})
-                continue
-            parsed = [_with_table(c, _source_table(c.table, event.get("table"))) for c in parsed]
-            bad = _bad_name(parsed, known, column_problem)
-            if bad:
-                result.rejects.append({"error": f"DDL statement not applied: {bad}", **snapshot_lineage(where)})
-                continue
-            for change in parsed:
-                table = change.table
-                if change.kind == TRUNCATE:
-                    result.truncates.append(
-                        {"table": table, "op": "TRUNCATE", "event_ts": event.get("event_ts"), **where}
-                    )
-                    continue
-                result.changes.setdefault(table, []).append(change)
-                known[table] = evolve_columns(known.get(table) or [], [change])
-            continue
-        # SCHEMA: a full column list, or columns first seen in records
-        table = event["table"]
-        meta = event.get("meta") or {}
-        columns = [(c.get("name"), _type(c.get("type"))) for c in ddl.get("columns") or [] if isinstance(c, dict)]
-        columns = [(n, t) for n, t in columns if isinstance(n, str) and n]
-        version = ddl.get("version")
-        if isinstance(version, int):
-            if version < seen_version.get(table, -1):
-                result.ignored += 1
-                continue
-            seen_version[table] = version
-        previous = known.get(table)
-        source_event = f"{event['op']} event: columns {', '.join(n for n, _ in columns)[:200]}"
-        if version is not None:
-            source_event += f" (schema version {version})"
-        if meta.get("column_source") == "record":
-            added = [n for n in ddl.get("added") or [] if isinstance(n, str)]
-            if previous is None:
-                added = [n for n, _ in columns]
-            types = dict(columns)
-            have = {n for n, _ in previous or []}
-            changes = [
-                SchemaChange(table, ADD_COLUMN, column=n, type=types.get(n), source_event=source_event, **where)
-                for n in added
-                if n not in have
-            ]
+            _ddl_event(result, event, ddl, where, known, dialect, column_problem)
         else:
-            try:
-                changes = schema_changes_from_columns(
-                    table,
-                    previous,
-                    columns,
-                    keys=tuple(ddl.get("keys") or event.get("keys") or ()),
-                    source_event=source_event,
-                    **where,
-                )
-            except DdlError as exc:
-                result.rejects.append({"error": f"schema announcement not usable: {exc}", **snapshot_lineage(where)})
-                continue
-        bad = _bad_name(changes, known, column_problem)
-        if bad:
-            result.rejects.append({"error": f"schema announcement not applied: {bad}", **snapshot_lineage(where)})
-            continue
-        if changes:
-            result.changes.setdefault(table, []).extend(changes)
-            known[table] = evolve_columns(previous or [], changes)
-        else:
-            result.ignored += 1
+            _schema_event(result, event, ddl, where, known, seen_version, column_problem)
     return result
+
+
+def _ddl_event(
+    result: SchemaEventResult,
+    event: dict[str, Any],
+    ddl: Any,
+    where: dict[str, Any],
+    known: dict[str, list[tuple[str, str]] | None],
+    dialect: str | None,
+    column_problem: Callable[[str, str, Iterable[str]], str | None] | None,
+) -> None:
+    """A DDL event's statement into ``result``: its changes (``known`` follows them), truncates, or a reject."""
+    text = ddl.get("text") if isinstance(ddl, dict) else ddl
+    if not isinstance(text, str) or not text.strip():
+        result.rejects.append({"error": "DDL event carries no statement text", **snapshot_lineage(where)})
+        return
+    from cdclake.schema.ddl_text import parse_ddl  # the SQL parser (0.3 s to import) only for DDL text
+
+    try:
+        parsed = parse_ddl(text, dialect=dialect, default_table=event.get("table"), **where)
+    except DdlError as exc:
+        result.rejects.append({"error": f"DDL statement not understood: {exc}", **snapshot_lineage(where)})
+        return
+    parsed = [_with_table(c, _source_table(c.table, event.get("table"))) for c in parsed]
+    bad = _bad_name(parsed, known, column_problem)
+    if bad:
+        result.rejects.append({"error": f"DDL statement not applied: {bad}", **snapshot_lineage(where)})
+        return
+    for change in parsed:
+        table = change.table
+        if change.kind == TRUNCATE:
+            result.truncates.append({"table": table, "op": "TRUNCATE", "event_ts": event.get("event_ts"), **where})
+            continue
+        result.changes.setdefault(table, []).append(change)
+        known[table] = evolve_columns(known.get(table) or [], [change])
+
+
+def _schema_event(
+    result: SchemaEventResult,
+    event: dict[str, Any],
+    ddl: dict[str, Any],
+    where: dict[str, Any],
+    known: dict[str, list[tuple[str, str]] | None],
+    seen_version: dict[str, int],
+    column_problem: Callable[[str, str, Iterable[str]], str | None] | None,
+) -> None:
+    """A SCHEMA event (a full column list, or columns first seen in records) into ``result``: its changes
+    (``known`` follows them), a reject, or one more ignored announcement."""
+    table = event["table"]
+    meta = event.get("meta") or {}
+    columns = [(c.get("name"), _type(c.get("type"))) for c in ddl.get("columns") or [] if isinstance(c, dict)]
+    columns = [(n, t) for n, t in columns if isinstance(n, str) and n]
+    version = ddl.get("version")
+    if isinstance(version, int):
+        if version < seen_version.get(table, -1):
+            result.ignored += 1
+            return
+        seen_version[table] = version
+    previous = known.get(table)
+    source_event = f"{event['op']} event: columns {', '.join(n for n, _ in columns)[:200]}"
+    if version is not None:
+        source_event += f" (schema version {version})"
+    if meta.get("column_source") == "record":
+        changes = _record_columns(table, ddl, columns, previous, source_event, where)
+    else:
+        try:
+            changes = schema_changes_from_columns(
+                table,
+                previous,
+                columns,
+                keys=tuple(ddl.get("keys") or event.get("keys") or ()),
+                source_event=source_event,
+                **where,
+            )
+        except DdlError as exc:
+            result.rejects.append({"error": f"schema announcement not usable: {exc}", **snapshot_lineage(where)})
+            return
+    bad = _bad_name(changes, known, column_problem)
+    if bad:
+        result.rejects.append({"error": f"schema announcement not applied: {bad}", **snapshot_lineage(where)})
+        return
+    if changes:
+        result.changes.setdefault(table, []).extend(changes)
+        known[table] = evolve_columns(previous or [], changes)
+    else:
+        result.ignored += 1
+
+
+def _record_columns(
+    table: str,
+    ddl: dict[str, Any],
+    columns: list[tuple[str, str | None]],
+    previous: list[tuple[str, str]] | None,
+    source_event: str,
+    where: dict[str, Any],
+) -> list[SchemaChange]:
+    """Columns first seen in self-describing records: they only ever add (all of them to a new table)."""
+    added = [n for n in ddl.get("added") or [] if isinstance(n, str)]
+    if previous is None:
+        added = [n for n, _ in columns]
+    types = dict(columns)
+    have = {n for n, _ in previous or []}
+    return [
+        SchemaChange(table, ADD_COLUMN, column=n, type=types.get(n), source_event=source_event, **where)
+        for n in added
+        if n not in have
+    ]
 
 
 def _bad_name(
