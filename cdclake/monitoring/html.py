@@ -6,6 +6,7 @@ nothing loaded from elsewhere, so the pages work offline and inside the Airflow 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from html import escape
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -51,7 +52,7 @@ def _cell(value: Any, numeric: bool = False, raw_html: bool = False) -> str:
     return f'<td class="n">{text}</td>' if numeric else f"<td>{text}</td>"
 
 
-def _table(headers: list[str], rows: list[str], empty: str, css: str = "") -> str:
+def _table(headers: Sequence[str], rows: list[str], empty: str, css: str = "") -> str:
     if not rows:
         return f'<p class="muted">{escape(empty)}</p>'
     head = "".join(f"<th>{escape(h)}</th>" for h in headers)
@@ -98,57 +99,101 @@ def _pct(value: Any) -> str | None:
     return f"{value:.1%}" if isinstance(value, int | float) else None
 
 
+_SOURCE_HEADERS = ("State", "Source", "Tables", "Last batch", "Finished", "Last run", "Max lag, quarantined", "Why")
+_TABLE_HEADERS = (
+    "State",
+    "Source",
+    "Table",
+    "Lake table",
+    "Last batch finished",
+    "Lag now",
+    "Applied",
+    "Stale",
+    "Quarantined",
+    "Trends: applied · quarantined · lag",
+    "Why",
+)
+
+
 def render_overview(
     model: dict[str, Any], *, user: str, base: str, index: str, state: str | None = None, page: int = 0
 ) -> str:
     """The overview: counts per state, sources and tables worst first, a few trend lines per table."""
-    source_rows = []
-    for s in model["sources"]:
-        run = s.get("last_run") or {}
-        run_html = _DASH
-        if run.get("run_id"):
-            links = airflow_links(base, run.get("dag_id"), run.get("run_id"), [])
-            run_html = (
-                f'<a target="_top" class="run-link" href="{escape(links["run"])}">{escape(run.get("state") or "?")}</a>'
-            )
-        per_state = " ".join(f"{s['table_states'][x]} {x}" for x in health.STATES if s["table_states"].get(x))
-        source_rows.append(
-            f'<tr data-source="{escape(s["source"])}" data-state="{escape(s["state"])}">'
-            + _cell(_badge(s["state"]), raw_html=True)
-            + _cell(s["source"])
-            + _cell(per_state or _DASH)
-            + _cell(s.get("last_batch"))
-            + _cell(format_time(s.get("finished_at")))
-            + _cell(run_html, raw_html=True)
-            + _cell(f"{format_seconds(s['max_lag_seconds'])}, {_pct(s['max_quarantined_share'])}")
-            + f'<td class="why">{escape("; ".join(s["reasons"]) or _DASH)}</td></tr>'
-        )
+    source_rows = [_source_row(s, base) for s in model["sources"]]
     tables = [t for t in model["tables"] if state is None or t["state"] == state]
     pages = max((len(tables) + PAGE_SIZE - 1) // PAGE_SIZE, 1)
     page = min(max(page, 0), pages - 1)
-    table_rows = []
-    for t in tables[page * PAGE_SIZE : (page + 1) * PAGE_SIZE]:
-        href = "table?" + urlencode({"source": t["source"], "table": t["table"]})
-        trends = (
-            sparkline(
-                t["trend"]["applied"], title=f"applied per batch, last {len(t['trend']['applied'])}", label="applied"
-            )
-            + sparkline(t["trend"]["quarantined"], title="quarantined per batch", color="#7a3fb0", label="quarantined")
-            + sparkline(t["trend"]["lag_seconds"], title="lag at the end of each batch", color="#c2580a", label="lag")
+    table_rows = [_overview_table_row(t) for t in tables[page * PAGE_SIZE : (page + 1) * PAGE_SIZE]]
+    nav = _overview_nav(state, page, pages)
+    body = (
+        "<h1>cdclake: health</h1>"
+        f'<p class="muted">Signed in as {escape(user)}. Index {escape(index)}. Generated '
+        f"{escape(format_time(model['generated_at']) or '')} UTC; refreshes every minute. JSON: "
+        "<code>api/health</code>, <code>api/table?source=S&amp;table=T</code>.</p>"
+        + _counts("Tables", model["table_counts"], "./")
+        + _counts("Sources", model["source_counts"])
+        + "<h2>Sources</h2>"
+        + _table(_SOURCE_HEADERS, source_rows, "no source configured or reported yet", "sources")
+        + f"<h2>Tables ({len(tables)}{' ' + escape(state) if state else ''}), worst first</h2>"
+        + nav
+        + _table(
+            _TABLE_HEADERS,
+            table_rows,
+            "no table reported yet" if state is None else f"no {state} table",
+            "tables",
         )
-        table_rows.append(
-            f'<tr data-table="{escape(t["table"])}" data-source="{escape(t["source"])}" '
-            f'data-state="{escape(t["state"])}">'
-            + _cell(_badge(t["state"]), raw_html=True)
-            + _cell(t["source"])
-            + _cell(f'<a class="table-link" href="{escape(href)}">{escape(t["table"])}</a>', raw_html=True)
-            + _cell(t.get("lake_table"))
-            + _cell(format_time(t.get("finished_at")))
-            + _cell(format_seconds(t.get("lag_now_seconds")), numeric=True)
-            + "".join(_cell(t.get(k), numeric=True) for k in ("applied", "stale", "quarantined"))
-            + _cell(trends, raw_html=True)
-            + f'<td class="why">{escape("; ".join(t["reasons"]) or _DASH)}</td></tr>'
+    )
+    return _page("cdclake health", body)
+
+
+def _source_row(s: dict[str, Any], base: str) -> str:
+    """A source's row of the overview: its state, tables per state, last batch and run, thresholds, why."""
+    run = s.get("last_run") or {}
+    run_html = _DASH
+    if run.get("run_id"):
+        links = airflow_links(base, run.get("dag_id"), run.get("run_id"), [])
+        run_html = (
+            f'<a target="_top" class="run-link" href="{escape(links["run"])}">{escape(run.get("state") or "?")}</a>'
         )
+    per_state = " ".join(f"{s['table_states'][x]} {x}" for x in health.STATES if s["table_states"].get(x))
+    return (
+        f'<tr data-source="{escape(s["source"])}" data-state="{escape(s["state"])}">'
+        + _cell(_badge(s["state"]), raw_html=True)
+        + _cell(s["source"])
+        + _cell(per_state or _DASH)
+        + _cell(s.get("last_batch"))
+        + _cell(format_time(s.get("finished_at")))
+        + _cell(run_html, raw_html=True)
+        + _cell(f"{format_seconds(s['max_lag_seconds'])}, {_pct(s['max_quarantined_share'])}")
+        + f'<td class="why">{escape("; ".join(s["reasons"]) or _DASH)}</td></tr>'
+    )
+
+
+def _overview_table_row(t: dict[str, Any]) -> str:
+    """A table's row of the overview: its state, link to its page, last batch, counts, trend lines, why."""
+    href = "table?" + urlencode({"source": t["source"], "table": t["table"]})
+    trends = (
+        sparkline(t["trend"]["applied"], title=f"applied per batch, last {len(t['trend']['applied'])}", label="applied")
+        + sparkline(t["trend"]["quarantined"], title="quarantined per batch", color="#7a3fb0", label="quarantined")
+        + sparkline(t["trend"]["lag_seconds"], title="lag at the end of each batch", color="#c2580a", label="lag")
+    )
+    return (
+        f'<tr data-table="{escape(t["table"])}" data-source="{escape(t["source"])}" '
+        f'data-state="{escape(t["state"])}">'
+        + _cell(_badge(t["state"]), raw_html=True)
+        + _cell(t["source"])
+        + _cell(f'<a class="table-link" href="{escape(href)}">{escape(t["table"])}</a>', raw_html=True)
+        + _cell(t.get("lake_table"))
+        + _cell(format_time(t.get("finished_at")))
+        + _cell(format_seconds(t.get("lag_now_seconds")), numeric=True)
+        + "".join(_cell(t.get(k), numeric=True) for k in ("applied", "stale", "quarantined"))
+        + _cell(trends, raw_html=True)
+        + f'<td class="why">{escape("; ".join(t["reasons"]) or _DASH)}</td></tr>'
+    )
+
+
+def _overview_nav(state: str | None, page: int, pages: int) -> str:
+    """The overview's state filters and, past one page, its page links."""
     filters = " ".join(
         f'<a href="./?{urlencode({"state": x})}">{escape(x)}</a>' if x != state else f"<b>{escape(x)}</b>"
         for x in health.STATES
@@ -161,43 +206,7 @@ def render_overview(
             nav += f' <a href="./?{urlencode({**query, "page": page - 1})}">newer…</a>'
         if page + 1 < pages:
             nav += f' <a rel="next" href="./?{urlencode({**query, "page": page + 1})}">next page</a>'
-    nav += "</nav>"
-    body = (
-        "<h1>cdclake: health</h1>"
-        f'<p class="muted">Signed in as {escape(user)}. Index {escape(index)}. Generated '
-        f"{escape(format_time(model['generated_at']) or '')} UTC; refreshes every minute. JSON: "
-        "<code>api/health</code>, <code>api/table?source=S&amp;table=T</code>.</p>"
-        + _counts("Tables", model["table_counts"], "./")
-        + _counts("Sources", model["source_counts"])
-        + "<h2>Sources</h2>"
-        + _table(
-            ["State", "Source", "Tables", "Last batch", "Finished", "Last run", "Max lag, quarantined", "Why"],
-            source_rows,
-            "no source configured or reported yet",
-            "sources",
-        )
-        + f"<h2>Tables ({len(tables)}{' ' + escape(state) if state else ''}), worst first</h2>"
-        + nav
-        + _table(
-            [
-                "State",
-                "Source",
-                "Table",
-                "Lake table",
-                "Last batch finished",
-                "Lag now",
-                "Applied",
-                "Stale",
-                "Quarantined",
-                "Trends: applied · quarantined · lag",
-                "Why",
-            ],
-            table_rows,
-            "no table reported yet" if state is None else f"no {state} table",
-            "tables",
-        )
-    )
-    return _page("cdclake health", body)
+    return nav + "</nav>"
 
 
 def _reason_table(groups: list[dict[str, Any]], empty: str) -> str:
@@ -214,18 +223,101 @@ def _reason_table(groups: list[dict[str, Any]], empty: str) -> str:
     return _table(["Step", "Reason (values masked)", "Records", "Batches (newest first)", "Replay"], rows, empty)
 
 
+_HISTORY_HEADERS = (
+    "Batch",
+    "Finished",
+    "Wall time",
+    "Status",
+    "Applied",
+    "Stale",
+    "Quarantined",
+    "Deleted keys",
+    "Truncates",
+    "Lag",
+    "Schema version",
+    "Airflow run and task logs",
+)
+_SNAPSHOT_HEADERS = (
+    "Committed",
+    "Snapshot",
+    "Operation",
+    "Batch",
+    "Batch counts",
+    "Records added",
+    "Records deleted",
+    "Data files added",
+    "Data files removed",
+    "Delete files added",
+    "Delete files removed",
+    "Data files",
+    "Delete files",
+)
+_SNAPSHOT_FIGURES = (
+    "added_records",
+    "deleted_records",
+    "added_data_files",
+    "removed_data_files",
+    "added_delete_files",
+    "removed_delete_files",
+    "data_files",
+    "delete_files",
+)
+_SCHEMA_HEADERS = ("Applied", "Batch", "Schema id", "Change", "Column", "New name", "Type")
+
+
 def render_table(model: dict[str, Any], *, user: str, base: str) -> str:
     """One table's drill-down."""
     source, table = model["source"], model["table"]
     trend = model["trend"]
-    charts = (
+    charts = _charts(trend)
+    history_rows = [_history_row(e, base) for e in model["history"]]
+    nav = _history_nav(model, {"source": source, "table": table})
+    snapshots = model["snapshots"]
+    files_note = _files_note(snapshots)
+    snapshot_rows = [_snapshot_row(s) for s in snapshots]
+    schema_rows = [
+        "<tr>"
+        + _cell(format_time(s.get("applied_at")))
+        + "".join(_cell(s.get(k)) for k in ("batch", "schema_id", "kind", "column", "new_name", "type"))
+        + "</tr>"
+        for s in model["schema_history"]
+    ]
+    lake_error = (
+        f'<p class="warn">Lake table not readable: {escape(model["lake_error"])}</p>' if model["lake_error"] else ""
+    )
+    body = (
+        _table_summary(model, user, charts)
+        + "<h2>Batches</h2>"
+        + nav
+        + _table(_HISTORY_HEADERS, history_rows, "no batch reported", "history")
+        + "<h2>Iceberg snapshots (newest first)</h2>"
+        + lake_error
+        + files_note
+        + _table(_SNAPSHOT_HEADERS, snapshot_rows, "no snapshot", "snapshots")
+        + "<h2>Schema history (<code>cdclake.schema-history</code>)</h2>"
+        + _table(_SCHEMA_HEADERS, schema_rows, "no schema change recorded")
+        + "<h2>Quarantine of this table, by reason</h2>"
+        + _reason_table(model["quarantine"], "nothing quarantined")
+        + f"<h2>Quarantine of source {escape(source)} not tied to one table (staging, decode, normalize, DDL)</h2>"
+        + _reason_table(model["source_quarantine"], "nothing quarantined")
+    )
+    return _page(f"cdclake {source} / {table}", body)
+
+
+def _charts(trend: dict[str, Any]) -> str:
+    """The table page's trend charts, one per figure of its batches."""
+    return (
         chart(trend["applied"], title="Applied", label="applied")
         + chart(trend["stale"], title="Stale", label="stale", color="#6b7785")
         + chart(trend["quarantined"], title="Quarantined", label="quarantined", color="#7a3fb0")
         + chart(trend["lag_seconds"], title="Lag at batch end", label="lag", unit=" s", color="#c2580a")
         + chart(trend["wall_seconds"], title="Batch wall time", label="wall", unit=" s", color="#2e7d32")
     )
-    history_rows = [
+
+
+def _history_row(e: dict[str, Any], base: str) -> str:
+    """A batch's row of the table page: its figures and the links to its Airflow run and task logs."""
+    return (
         f'<tr data-batch="{escape(str(e.get("batch_id")))}">'
         + _cell(e.get("batch_id"))
         + _cell(format_time(e.get("finished_at")))
@@ -238,59 +330,51 @@ def render_table(model: dict[str, Any], *, user: str, base: str) -> str:
         + _cell(e.get("schema_version"), numeric=True)
         + _cell(_run_links(base, e), raw_html=True)
         + "</tr>"
-        for e in model["history"]
-    ]
-    query = {"source": source, "table": table}
+    )
+
+
+def _history_nav(model: dict[str, Any], query: dict[str, str]) -> str:
+    """The batch history's page links (newer, older)."""
     nav = f"<nav>page {model['page'] + 1} of {model['pages']}"
     if model["page"] > 0:
         nav += f' <a href="table?{urlencode({**query, "page": model["page"] - 1})}">newer</a>'
     if model["page"] + 1 < model["pages"]:
         nav += f' <a href="table?{urlencode({**query, "page": model["page"] + 1})}">older</a>'
-    nav += "</nav>"
-    snapshots = model["snapshots"]
-    files_note = ""
-    if snapshots:
-        head = snapshots[0]
-        data, deletes = head.get("data_files") or 0, head.get("delete_files") or 0
-        if deletes > data or data + deletes > PILE_UP_FILES:
-            files_note = (
-                f'<p class="warn">Files pile up: {data} data and {deletes} delete files; '
-                "the cdc_maintenance DAG rewrites them.</p>"
-            )
-    snapshot_rows = [
+    return nav + "</nav>"
+
+
+def _files_note(snapshots: list[dict[str, Any]]) -> str:
+    """A warning when the newest snapshot's files pile up (more delete than data files, or too many)."""
+    if not snapshots:
+        return ""
+    head = snapshots[0]
+    data, deletes = head.get("data_files") or 0, head.get("delete_files") or 0
+    if deletes > data or data + deletes > PILE_UP_FILES:
+        return (
+            f'<p class="warn">Files pile up: {data} data and {deletes} delete files; '
+            "the cdc_maintenance DAG rewrites them.</p>"
+        )
+    return ""
+
+
+def _snapshot_row(s: dict[str, Any]) -> str:
+    """An Iceberg snapshot's row of the table page: its batch, counts and file figures."""
+    return (
         "<tr>"
         + _cell(format_time(s.get("committed_at")))
         + _cell(s.get("snapshot_id"))
         + _cell(s.get("operation"))
         + _cell(s.get("batch_id"))
         + _cell(", ".join(f"{k} {v}" for k, v in sorted(s["counts"].items())) or None)
-        + "".join(
-            _cell(s.get(k), numeric=True)
-            for k in (
-                "added_records",
-                "deleted_records",
-                "added_data_files",
-                "removed_data_files",
-                "added_delete_files",
-                "removed_delete_files",
-                "data_files",
-                "delete_files",
-            )
-        )
+        + "".join(_cell(s.get(k), numeric=True) for k in _SNAPSHOT_FIGURES)
         + "</tr>"
-        for s in snapshots
-    ]
-    schema_rows = [
-        "<tr>"
-        + _cell(format_time(s.get("applied_at")))
-        + "".join(_cell(s.get(k)) for k in ("batch", "schema_id", "kind", "column", "new_name", "type"))
-        + "</tr>"
-        for s in model["schema_history"]
-    ]
-    lake_error = (
-        f'<p class="warn">Lake table not readable: {escape(model["lake_error"])}</p>' if model["lake_error"] else ""
     )
-    body = (
+
+
+def _table_summary(model: dict[str, Any], user: str, charts: str) -> str:
+    """The table page's head: state, why, thresholds, totals and the trend charts."""
+    source, table, trend = model["source"], model["table"], model["trend"]
+    return (
         f'<p><a href="./">← all tables</a></p><h1>{escape(source)} / {escape(table)} {_badge(model["state"])}</h1>'
         f'<p class="summary">{escape("; ".join(model["reasons"]) or "within its thresholds")} '
         f"(max lag {escape(format_seconds(model['max_lag_seconds']) or '')}, max quarantined "
@@ -299,59 +383,4 @@ def render_table(model: dict[str, Any], *, user: str, base: str) -> str:
         f"{model['batches']} batch(es), {model.get('total_applied') or 0} applied and "
         f"{model.get('total_quarantined') or 0} quarantined in all. Signed in as {escape(user)}.</p>"
         f"<h2>Trends (last {len(trend['applied'])} batches)</h2>{charts}"
-        "<h2>Batches</h2>"
-        + nav
-        + _table(
-            [
-                "Batch",
-                "Finished",
-                "Wall time",
-                "Status",
-                "Applied",
-                "Stale",
-                "Quarantined",
-                "Deleted keys",
-                "Truncates",
-                "Lag",
-                "Schema version",
-                "Airflow run and task logs",
-            ],
-            history_rows,
-            "no batch reported",
-            "history",
-        )
-        + "<h2>Iceberg snapshots (newest first)</h2>"
-        + lake_error
-        + files_note
-        + _table(
-            [
-                "Committed",
-                "Snapshot",
-                "Operation",
-                "Batch",
-                "Batch counts",
-                "Records added",
-                "Records deleted",
-                "Data files added",
-                "Data files removed",
-                "Delete files added",
-                "Delete files removed",
-                "Data files",
-                "Delete files",
-            ],
-            snapshot_rows,
-            "no snapshot",
-            "snapshots",
-        )
-        + "<h2>Schema history (<code>cdclake.schema-history</code>)</h2>"
-        + _table(
-            ["Applied", "Batch", "Schema id", "Change", "Column", "New name", "Type"],
-            schema_rows,
-            "no schema change recorded",
-        )
-        + "<h2>Quarantine of this table, by reason</h2>"
-        + _reason_table(model["quarantine"], "nothing quarantined")
-        + f"<h2>Quarantine of source {escape(source)} not tied to one table (staging, decode, normalize, DDL)</h2>"
-        + _reason_table(model["source_quarantine"], "nothing quarantined")
     )
-    return _page(f"cdclake {source} / {table}", body)
