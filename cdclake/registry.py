@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from cdclake.events.change import ChangeEvent, Rejected
 from cdclake.options import OptionError, Options
@@ -35,7 +35,7 @@ class Decoder:
     record_state: ClassVar[tuple[str, ...]] = ()
     #: True when each record decodes alone (no pairs or key records joined across records; what records leave
     #: behind is :attr:`record_state`): a columnar path may then hand a span it does not read to :meth:`decode`
-    #: alone and go on after it (``formats._json_columns.reference_window``).
+    #: alone and go on after it (``formats.columnar.reference_window``).
     independent_records: ClassVar[bool] = False
 
     def __init__(self, options: Options) -> None:
@@ -49,11 +49,10 @@ class Decoder:
         raise NotImplementedError
 
     def decode_columns(self, data: bytes, file: str) -> Iterator[ChangeEvent | Rejected | pa.RecordBatch]:
-        """:meth:`decode`, for the decode task: where the format has a columnar path, runs of records in its
-        shape come as one Arrow record batch each (``event_arrow.DECODED_FILE_SCHEMA``, offsets from the
-        first byte of ``data``), exactly the rows :meth:`decode` and the task's builder give for them.
-        By default every record comes from :meth:`decode`."""
-        return self.decode(data, file)
+        """:meth:`decode` through the format's columnar path where it has one (:func:`columnar_reader`, made for
+        this call: the decode task keeps one reader per decoder instead, so its caches last the batch)."""
+        reader = columnar_reader(self)
+        return reader.read(data, file) if reader is not None else self.decode(data, file)
 
     def checkpoint(self) -> dict[str, Any]:
         """A copy of :attr:`record_state`, for :meth:`rollback`: a fast path that gives up halfway through a span
@@ -77,7 +76,20 @@ class Decoder:
         """Take over what an earlier batch's decoder learnt (see :meth:`export_state`)."""
 
 
+class ColumnarReader(Protocol):
+    """A format's columnar path over one decoder (``formats.columnar.SpanReader``): runs of records in the
+    format's usual shape come as one Arrow record batch each (``events.arrow.DECODED_FILE_SCHEMA``, offsets from
+    the first byte of ``data``), exactly the rows the decoder's :meth:`~Decoder.decode` and the decode task's
+    builder give for them; whatever it cannot decide, the decoder's own :meth:`~Decoder.decode` reads."""
+
+    def read(self, data: bytes, file: str) -> Iterator[ChangeEvent | Rejected | pa.RecordBatch]: ...
+
+
+#: A columnar path's factory: None when the decoder's options put its records outside the path's shape.
+ColumnarFactory = Callable[[Decoder], ColumnarReader | None]
+
 _REGISTRY: dict[str, type[Decoder]] = {}
+_COLUMNAR: dict[str, ColumnarFactory] = {}
 
 
 def register(format_id: str) -> Callable[[type[Decoder]], type[Decoder]]:
@@ -91,6 +103,25 @@ def register(format_id: str) -> Callable[[type[Decoder]], type[Decoder]]:
         return cls
 
     return wrap
+
+
+def register_columns(format_id: str) -> Callable[[ColumnarFactory], ColumnarFactory]:
+    """Decorator: ``factory(decoder)`` makes the columnar path of the decoders of ``format_id``."""
+
+    def wrap(factory: ColumnarFactory) -> ColumnarFactory:
+        if format_id in _COLUMNAR:
+            raise ValueError(f"columnar path of {format_id} registered twice")
+        _COLUMNAR[format_id] = factory
+        return factory
+
+    return wrap
+
+
+def columnar_reader(decoder: Decoder) -> ColumnarReader | None:
+    """The columnar path of ``decoder``'s format over it (None: the format has none, or not for these options)."""
+    _load_all()
+    factory = _COLUMNAR.get(decoder.format_id)
+    return factory(decoder) if factory is not None else None
 
 
 def format_ids() -> list[str]:

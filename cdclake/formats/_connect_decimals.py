@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 from cdclake._native import value_texts as _VALUE_TEXTS
 from cdclake.events.arrow_text import text_buffers, with_spelt
 
-#: A column kind (``_json_columns``' kinds): a Connect decimal of base64 bytes with this scale added (0-63).
+#: A column kind (``columnar``' kinds): a Connect decimal of base64 bytes with this scale added (0-63).
 CONNECT_DECIMAL_KIND = 32
 MAX_SCALE = 63
 

@@ -48,7 +48,7 @@ _TS = re.compile(
     r"(\d{4})-(\d{2})-(\d{2})(?:[ T:](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?)?\s*(Z|z|[+-]\d{2}(?::?\d{2})?)?"
 )
 #: ``op_ts`` as the JSON and Avro formatters write it: the time is required, after a blank or ``T``.
-_OP_TS = re.compile(
+OP_TS = re.compile(
     r"(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?\s*(Z|z|[+-]\d{2}(?::?\d{2})?)?"
 )
 #: Java charset names Python does not know under the same spelling.
@@ -259,7 +259,7 @@ def op_and_order(
     if isinstance(pos, bool) or not isinstance(pos, (str, int)):
         return f"pos must be a string of digits, not {describe(pos)}"
     op_ts = record.get("op_ts")
-    event_ts = parse_ts(op_ts, _OP_TS)
+    event_ts = parse_ts(op_ts, OP_TS)
     if event_ts is None:
         return f"op_ts {op_ts!r} is not a timestamp like 'YYYY-MM-DD HH:MM:SS.ffffff'"
     return op, pos_to_seq(str(pos)), event_ts

@@ -194,7 +194,7 @@ class DuplicateKeyError(ValueError):
     """A JSON object repeats a member name (see :class:`JsonScanner` for why that is refused)."""
 
 
-def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     result = dict(pairs)
     if len(result) != len(pairs):
         name = _first_duplicate(pairs)
@@ -208,7 +208,7 @@ def loads_unique(text: str) -> Any:
     For schema texts that come with the data: two ``"type"`` members in one Avro type would make
     the schema mean what this reader happens to pick, not what the writer used.
     """
-    return json.loads(text, object_pairs_hook=_unique_object)
+    return json.loads(text, object_pairs_hook=unique_object)
 
 
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)

@@ -38,7 +38,6 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime as dt
-import functools
 import re
 from collections.abc import Iterator
 from decimal import Decimal, InvalidOperation
@@ -61,7 +60,7 @@ from cdclake.options import Options
 from cdclake.registry import Decoder, register
 
 if TYPE_CHECKING:
-    import pyarrow as pa
+    pass
 
 #: ``seq`` width: an unsigned 64-bit LSN has at most 20 digits.
 SEQ_WIDTH = 20
@@ -70,7 +69,7 @@ NO_TABLE = "_cdl"
 #: Default of the ``heartbeatTable`` option (CDL's heartbeat table, compared case-insensitively).
 HEARTBEAT_TABLE = "cdc_cdl.cdc_heartbeat"
 
-_OPS = {"INSERT": "INSERT", "UPDATE": "UPDATE", "DELETE": "DELETE", "HEARTBEAT": "HEARTBEAT"}
+OPS = {"INSERT": "INSERT", "UPDATE": "UPDATE", "DELETE": "DELETE", "HEARTBEAT": "HEARTBEAT"}
 _KNOWN_MEMBERS = frozenset(
     {
         "DATA_STORE",
@@ -91,7 +90,7 @@ _KNOWN_MEMBERS = frozenset(
 _META_MEMBERS = ("DATA_STORE", "message_version", "message_type", "LOB_COLUMNS", "HEARTBEAT_IDENTIFIER")
 _PG_LSN = re.compile(r"([0-9A-Fa-f]{1,8})/([0-9A-Fa-f]{1,8})")
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-_CONNECT = "org.apache.kafka.connect.data."
+CONNECT = "org.apache.kafka.connect.data."
 _INT_TYPES = frozenset({"int8", "int16", "int32", "int64"})
 _BASE_HINTS = {"int8": "bigint", "int16": "bigint", "int32": "bigint", "int64": "bigint"}
 _BASE_HINTS |= {"float32": "double", "float64": "double", "boolean": "boolean", "string": "string", "bytes": "binary"}
@@ -107,17 +106,6 @@ class CdlJsonDecoder(Decoder):
     def __init__(self, options: Options) -> None:
         super().__init__(options)
         self.heartbeat_table = (options.str("heartbeatTable", HEARTBEAT_TABLE) or "").strip().lower() or None
-        #: The columnar path's reading of each schema block's text (:mod:`.cdl_json_columns`).
-        self._column_plans: dict[bytes, Any] = {}
-
-    def decode_columns(self, data: bytes, file: str) -> Iterator[ChangeEvent | Rejected | pa.RecordBatch]:
-        """Messages in CDL's shape (one compact ``{"schema", "payload"}`` record per line, UTF-8), a span at
-        a time as Arrow columns (:mod:`.cdl_json_columns`); from the first span outside it, the reference
-        (``_json_columns.read_spans``)."""
-        from cdclake.formats._json_columns import read_spans  # here: the columnar module imports this one
-        from cdclake.formats.cdl_json_columns import decode_span
-
-        yield from read_spans(self.decode, functools.partial(decode_span, self), data, file)
 
     def decode(self, data: bytes, file: str) -> Iterator[ChangeEvent | Rejected]:
         """Events and rejected records of one landing file, in file order."""
@@ -151,7 +139,7 @@ class CdlJsonDecoder(Decoder):
             raise RecordError(f"message_version {short(version)} is not CDL JSON 1.0")
 
         op_text = payload.get("OPERATION")
-        op = _OPS.get(op_text) if isinstance(op_text, str) else None
+        op = OPS.get(op_text) if isinstance(op_text, str) else None
         if op is None:
             raise RecordError(f"unknown OPERATION {short(op_text)}; CDL JSON operations are INSERT, UPDATE, DELETE")
 
@@ -173,7 +161,7 @@ class CdlJsonDecoder(Decoder):
             raise RecordError(f"unique must be a JSON object of key columns, not a JSON {json_kind(unique)}")
         keys = self.keys or (list(unique) if unique else None)
 
-        fields, kept, hints = kc.memoized("cdl-plan", _schema_plan, schema)
+        fields, kept, hints = kc.memoized("cdl-plan", schema_plan, schema)
         images: dict[str, dict[str, Any] | None] = {}
         for member in ("before", "data"):
             image = payload.get(member)
@@ -184,7 +172,7 @@ class CdlJsonDecoder(Decoder):
                 image = {
                     col: value
                     if value is None or type(value) in plain.get(col, ())
-                    else _value(col, member, specs.get(col), value)
+                    else connect_value(col, member, specs.get(col), value)
                     for col, value in image.items()
                 }
             images[member] = image
@@ -199,7 +187,9 @@ class CdlJsonDecoder(Decoder):
             raise RecordError("UPDATE message has no data (after image)")
         if op == "DELETE":
             if before is None and unique:
-                before = {col: _value(col, "unique", fields.get("data", {}).get(col), v) for col, v in unique.items()}
+                before = {
+                    col: connect_value(col, "unique", fields.get("data", {}).get(col), v) for col, v in unique.items()
+                }
                 meta["before_from_unique"] = True
             if before is None:
                 raise RecordError("DELETE message has neither a before image nor unique key values")
@@ -331,12 +321,12 @@ def _schema_fields(schema: Any) -> dict[str, dict[str, dict[str, Any]]]:
 _Plan = tuple[dict[str, dict[str, dict[str, Any]]], dict[str, dict[str, tuple[type, ...]]], dict[str, str]]
 
 
-def _schema_plan(schema: Any) -> _Plan:
+def schema_plan(schema: Any) -> _Plan:
     """What decoding a record needs of its schema, worked out once per schema (a CDL message repeats
     it; :func:`~cdclake.formats._kafka_connect.memoized`): the field schemas of each image, the
-    Python types each field keeps unchanged (:func:`_kept_types`), the column type hints."""
+    Python types each field keeps unchanged (:func:`kept_types`), the column type hints."""
     fields = _schema_fields(schema)
-    kept = {m: {col: t for col, spec in specs.items() if (t := _kept_types(spec))} for m, specs in fields.items()}
+    kept = {m: {col: t for col, spec in specs.items() if (t := kept_types(spec))} for m, specs in fields.items()}
     hints: dict[str, str] = {}
     for member in ("before", "data"):
         for col, spec in fields.get(member, {}).items():
@@ -346,12 +336,12 @@ def _schema_plan(schema: Any) -> _Plan:
     return fields, kept, hints
 
 
-#: The field types :func:`_value` checks; it returns a value of any other type (no logical name) unchanged.
+#: The field types :func:`connect_value` checks; it returns a value of any other type (no logical name) unchanged.
 CHECKED_TYPES = _INT_TYPES | {"float32", "float64", "boolean", "string", "bytes"}
 
 
-def _kept_types(spec: dict[str, Any]) -> tuple[type, ...]:
-    """Python types (exactly: a ``bool`` is not an ``int``) :func:`_value` returns unchanged for a
+def kept_types(spec: dict[str, Any]) -> tuple[type, ...]:
+    """Python types (exactly: a ``bool`` is not an ``int``) :func:`connect_value` returns unchanged for a
     field schema without a logical name; () when every value goes through it."""
     if spec.get("name") is not None:
         return ()
@@ -363,13 +353,13 @@ def _kept_types(spec: dict[str, Any]) -> tuple[type, ...]:
 def _hint(spec: dict[str, Any]) -> str | None:
     """The column type a field schema states for certain (None: leave it to normalize)."""
     name = spec.get("name")
-    if name == _CONNECT + "Timestamp":
+    if name == CONNECT + "Timestamp":
         return "timestamp"
-    if name == _CONNECT + "Date":
+    if name == CONNECT + "Date":
         return "date"
-    if name == _CONNECT + "Time":
+    if name == CONNECT + "Time":
         return "string"
-    if name == _CONNECT + "Decimal":
+    if name == CONNECT + "Decimal":
         params = spec.get("parameters") if isinstance(spec.get("parameters"), dict) else {}
         scale, precision = integer(params.get("scale")), integer(params.get("connect.decimal.precision"))
         if scale is not None and 0 <= scale <= 38:
@@ -380,7 +370,7 @@ def _hint(spec: dict[str, Any]) -> str | None:
     return _BASE_HINTS.get(spec.get("type"))  # type: ignore[arg-type]
 
 
-def _value(column: str, image: str, spec: dict[str, Any] | None, value: Any) -> Any:
+def connect_value(column: str, image: str, spec: dict[str, Any] | None, value: Any) -> Any:
     """A column value decoded by its field schema (no schema or unknown type: unchanged)."""
     if value is None or spec is None:
         return value
@@ -392,7 +382,7 @@ def _value(column: str, image: str, spec: dict[str, Any] | None, value: Any) -> 
             f"column {column!r} of {image} is {label} but holds {json_kind(value)} {short(value)}: {what}"
         )
 
-    if name == _CONNECT + "Timestamp" or name == _CONNECT + "Date" or name == _CONNECT + "Time":
+    if name == CONNECT + "Timestamp" or name == CONNECT + "Date" or name == CONNECT + "Time":
         number = integer(value)
         if number is None:
             raise wrong("expected an integer")
@@ -404,7 +394,7 @@ def _value(column: str, image: str, spec: dict[str, Any] | None, value: Any) -> 
             return from_epoch(number, "milliseconds").time().isoformat(timespec="microseconds")
         except RecordError as exc:
             raise wrong(str(exc)) from None
-    if name == _CONNECT + "Decimal":
+    if name == CONNECT + "Decimal":
         params = spec.get("parameters") if isinstance(spec.get("parameters"), dict) else {}
         scale = integer(params.get("scale"))
         if isinstance(value, str) and scale is not None:

@@ -3,9 +3,9 @@
 The same design as Debezium JSON's (:mod:`.debezium_json_columns`, docs/decisions.md "Debezium JSON read
 as columns"), for CDL's Kafka Connect envelope: one compact ``{"schema", "payload"}`` record per line,
 UTF-8, the payload members CDL writes in the order it writes them. msgspec reads a span in one C call,
-each schema block is worked out once per distinct text (the reference's ``_schema_plan``), each image
+each schema block is worked out once per distinct text (the reference's ``schema_plan``), each image
 value is kept as its JSON text where the reference keeps the parsed value (``cdl_json._kept_types``),
-else converted by the reference's ``_value``; the scalars and ``meta`` come from the reference's own
+else converted by the reference's ``connect_value``; the scalars and ``meta`` come from the reference's own
 ``position`` and ``message_meta``.
 
 Left to the reference (from the first span holding one): anything it rejects, heartbeats (``OPERATION``
@@ -26,29 +26,31 @@ from cdclake.events.arrow import DECODED_FILE_SCHEMA
 from cdclake.events.change import joined_text, meta_text
 from cdclake.formats import _kafka_connect as kc
 from cdclake.formats._datahub import RecordError
-from cdclake.formats._json_columns import (
+from cdclake.formats.cdl_json import (
+    CHECKED_TYPES,
+    CONNECT,
+    OPS,
+    connect_value,
+    kept_types,
+    message_meta,
+    position,
+    schema_plan,
+)
+from cdclake.formats.columnar import (
     DATE_DAYS,
     SCHEMA_READER,
     TEXT_DECIMAL,
     TS_MILLIS,
     UNNAMED,
     EnvelopeReader,
+    SpanReader,
     decoded_batch,
     image_array,
     image_or_none,
     kind_of_kept,
     reference_converter,
 )
-from cdclake.formats.cdl_json import (
-    _CONNECT,
-    _OPS,
-    CHECKED_TYPES,
-    _kept_types,
-    _schema_plan,
-    _value,
-    message_meta,
-    position,
-)
+from cdclake.registry import register_columns
 
 if TYPE_CHECKING:
     import numpy as np
@@ -77,12 +79,12 @@ _READER = EnvelopeReader("Cdl", _PAYLOAD, images=dict.fromkeys(_IMAGES, Raw))
 
 
 class _Plan:
-    """The reference's ``_schema_plan`` of one schema block, and how each image column's values are judged."""
+    """The reference's ``schema_plan`` of one schema block, and how each image column's values are judged."""
 
     __slots__ = ("fields", "hints", "hints_text", "kinds")
 
     def __init__(self, schema: Any) -> None:
-        self.fields, _, hints = kc.memoized("cdl-plan", _schema_plan, schema)
+        self.fields, _, hints = kc.memoized("cdl-plan", schema_plan, schema)
         self.hints = dict(hints)
         #: the last member of every meta of the schema's events, written once (``events.joined_text``)
         self.hints_text = meta_text({"column_types": self.hints} if self.hints else {})
@@ -91,25 +93,24 @@ class _Plan:
         }
 
 
-#: ``_value``'s integer dates and timestamps (``millis_text``; ``from_epoch`` in days): the kinds converted at once.
-_EPOCH_NAMES = {_CONNECT + "Timestamp": TS_MILLIS, _CONNECT + "Date": DATE_DAYS}
+#: ``connect_value``'s integer dates and timestamps (``millis_text``; ``from_epoch`` in days): converted at once.
+_EPOCH_NAMES = {CONNECT + "Timestamp": TS_MILLIS, CONNECT + "Date": DATE_DAYS}
 
 
 def _kind(spec: dict[str, Any]) -> int:
     """A field's kind: an integer date or timestamp, the vendor's text decimal (``_decimal`` of any JSON type),
-    any value kept for a type ``_value`` does not check (CDL's ``double``: a third of the bench's values went one
-    at a time before), else by the types the reference keeps (``_kept_types``)."""
+    any value kept for a type ``connect_value`` does not check (CDL's ``double``: a third of the bench's values went one
+    at a time before), else by the types the reference keeps (``kept_types``)."""
     name = spec.get("name")
     if isinstance(name, str) and name.endswith(".cdc.data.Decimal") and name not in _EPOCH_NAMES:
         return TEXT_DECIMAL
     if name is None and spec.get("type") not in CHECKED_TYPES:
         return UNNAMED
-    return _EPOCH_NAMES.get(name, kind_of_kept(_kept_types(spec)))  # type: ignore[arg-type]
+    return _EPOCH_NAMES.get(name, kind_of_kept(kept_types(spec)))  # type: ignore[arg-type]
 
 
-def _plan(decoder: CdlJsonDecoder, raw: bytes) -> _Plan | None:
+def _plan(plans: dict[bytes, _Plan | None], raw: bytes) -> _Plan | None:
     """The plan of a schema block's text (None: one the reference refuses or reads otherwise)."""
-    plans = decoder._column_plans
     plan = plans.get(raw)
     if plan is None:
         try:
@@ -122,27 +123,26 @@ def _plan(decoder: CdlJsonDecoder, raw: bytes) -> _Plan | None:
     return plan
 
 
-def decode_span(decoder: CdlJsonDecoder, span: bytes, file: str, offset: int) -> pa.RecordBatch | None:
-    """The events of ``span`` as one record batch of ``DECODED_FILE_SCHEMA`` (``offset``: the span's first
-    byte's), exactly as the reference decoder and the builder give them; None when a record is outside
-    the shape this path reads (see the module docstring)."""
-    return _READER.read_batch(span, offset, lambda *read: _batch(decoder, *read, file))
-
-
 def _batch(
-    decoder: CdlJsonDecoder, records: list, starts: np.ndarray, schemas: list[bytes], split: bool, file: str
+    decoder: CdlJsonDecoder,
+    cache: dict[bytes, _Plan | None],
+    records: list,
+    starts: np.ndarray,
+    schemas: list[bytes],
+    split: bool,
+    file: str,
 ) -> pa.RecordBatch | None:
     """The span's rows: scalars record by record (``CdlJsonDecoder._message``'s rules), image values a
     column at a time (None: outside the shape). ``schemas``: each record's schema block
-    (``_json_columns.schema_texts``). ``split``: the images were read as ``Raw`` texts, split in C
-    (``_json_columns.image_array``)."""
+    (``columnar.schema_texts``). ``split``: the images were read as ``Raw`` texts, split in C
+    (``columnar.image_array``)."""
     n = len(records)
     plans, tables, ops, seqs, stamps, tx_ids, keys, metas = [], [], [], [], [], [], [], []
     befores: list[Any] = []
     afters: list[Any] = []
     key_lists: dict[tuple[str, ...], list[str]] = {}
     for record, schema in zip(records, schemas, strict=True):
-        plan = _plan(decoder, schema)
+        plan = _plan(cache, schema)
         p = record.payload
         # the payload's members as the reference's dict holds them (every member the reader has, in order)
         payload = {f: v for f in p.__struct_fields__ if (v := getattr(p, f)) is not UNSET}
@@ -151,7 +151,7 @@ def _batch(
                 payload[image] = image_or_none(payload[image])
         version = payload.get("message_version")
         op_text = payload.get("OPERATION")
-        op = _OPS.get(op_text) if type(op_text) is str else None
+        op = OPS.get(op_text) if type(op_text) is str else None
         if plan is None or (version is not None and str(version) != "1.0") or op is None or op == "HEARTBEAT":
             return None
         owner, name = payload.get("SEG_OWNER"), payload.get("TABLE_NAME")
@@ -221,7 +221,23 @@ def _batch(
 
 
 def _converter(image: str, plans: list[_Plan]) -> Callable[[int, str, str, bool], Any]:
-    """The reference's conversion of one value of ``image``: its ``_value`` by the column's field schema."""
+    """The reference's conversion of one value of ``image``: its ``connect_value`` by the column's field schema."""
     return reference_converter(
-        lambda owner, column, value: _value(column, image, plans[owner].fields.get(image, {}).get(column), value)
+        lambda owner, column, value: connect_value(column, image, plans[owner].fields.get(image, {}).get(column), value)
     )
+
+
+@register_columns("cdl-json")
+class CdlJsonColumns(SpanReader):
+    """CDL JSON's columnar path (the module docstring) over one decoder."""
+
+    def __init__(self, decoder: CdlJsonDecoder) -> None:
+        super().__init__(decoder)
+        #: each schema block's plan, by the block's text (at most ``_PLANS``)
+        self.plans: dict[bytes, _Plan | None] = {}
+
+    def span(self, span: bytes, file: str, offset: int) -> pa.RecordBatch | None:
+        """The events of ``span`` as one record batch of ``DECODED_FILE_SCHEMA`` (``offset``: the span's first
+        byte's), exactly as the reference decoder and the builder give them; None when a record is outside
+        the shape this path reads (see the module docstring)."""
+        return _READER.read_batch(span, offset, lambda *read: _batch(self.decoder, self.plans, *read, file))

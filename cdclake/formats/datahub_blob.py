@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import functools
 import re
 from collections.abc import Iterator
 from decimal import Decimal, InvalidOperation
@@ -53,8 +52,6 @@ from cdclake.formats._datahub import (
 from cdclake.registry import Decoder, register
 
 if TYPE_CHECKING:
-    import pyarrow as pa
-
     from cdclake.options import Options
 
 #: ``table`` of messages that name no table (heartbeats, transaction markers, database DDL).
@@ -78,8 +75,8 @@ _MARKERS = {
     "MHEARTBEAT": "HEARTBEAT",
     "GTID": "HEARTBEAT",  # a stream position without rows
 }
-_BEFORE_HALVES = frozenset({"UPDATE_BEFOR", "UPDATE_BEFORE"})
-_ROW_OPS = frozenset({"INSERT", "UPDATE", "UPDATE_AFTER", "DELETE", "TRUNCATE"}) | _BEFORE_HALVES
+BEFORE_HALVES = frozenset({"UPDATE_BEFOR", "UPDATE_BEFORE"})
+_ROW_OPS = frozenset({"INSERT", "UPDATE", "UPDATE_AFTER", "DELETE", "TRUNCATE"}) | BEFORE_HALVES
 _ALL_OPS = sorted(_ROW_OPS | _DDL_OPS | set(_MARKERS))
 _PAYLOAD_MEMBERS = frozenset({"op", "before", "after", "sequenceId", "timestamp", "ddl"})
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
@@ -94,17 +91,6 @@ class DataHubBlobDecoder(Decoder):
 
     def __init__(self, options: Options) -> None:
         super().__init__(options)
-        #: The columnar path's reading of each schema block's text (:mod:`.datahub_blob_columns`).
-        self._column_plans: dict[bytes, Any] = {}
-
-    def decode_columns(self, data: bytes, file: str) -> Iterator[ChangeEvent | Rejected | pa.RecordBatch]:
-        """Messages in DataHub's shape (one compact ``{"schema", "payload", "version"}`` message per line, UTF-8),
-        a span at a time as Arrow columns (:mod:`.datahub_blob_columns`); from the first span outside it, the
-        reference (``_json_columns.read_spans``)."""
-        from cdclake.formats._json_columns import read_spans  # here: the columnar module imports this one
-        from cdclake.formats.datahub_blob_columns import decode_span
-
-        yield from read_spans(self.decode, functools.partial(decode_span, self), data, file)
 
     def decode(self, data: bytes, file: str) -> Iterator[ChangeEvent | Rejected]:
         """Events and rejected records of one landing file, in file order (a paired update when it completes)."""
@@ -127,8 +113,8 @@ class DataHubBlobDecoder(Decoder):
         message = record.value
         if not isinstance(message, dict):
             raise RecordError(f"record is a JSON {json_kind(message)}, not an object")
-        schema = _object(message.get("schema"), "schema") or {}
-        payload = _object(message.get("payload"), "payload")
+        schema = member_object(message.get("schema"), "schema") or {}
+        payload = member_object(message.get("payload"), "payload")
         if payload is None:
             raise RecordError('record has no "payload" object')
         op = payload.get("op")
@@ -140,11 +126,11 @@ class DataHubBlobDecoder(Decoder):
                 )
             raise RecordError(f"unknown op {short(op)}; DataHub BLOB ops are {', '.join(_ALL_OPS)} (case-sensitive)")
 
-        source = _object(schema.get("source"), "schema.source")
-        table = self.table_override or _table_name(source)
-        keys = self.keys or _primary_key(schema.get("primaryKey"))
-        types, kept, hints = kc.memoized("blob-plan", _schema_plan, schema)
-        timestamp = _object(payload.get("timestamp"), "payload.timestamp")
+        source = member_object(schema.get("source"), "schema.source")
+        table = self.table_override or table_name(source)
+        keys = self.keys or primary_key(schema.get("primaryKey"))
+        types, kept, hints = kc.memoized("blob-plan", schema_plan, schema)
+        timestamp = member_object(payload.get("timestamp"), "payload.timestamp")
         event_ts = epoch_millis(timestamp.get("eventTime"), "timestamp.eventTime") if timestamp else None
         sequence = payload.get("sequenceId")
         seq, snapshot = datahub_seq(sequence, "sequenceId") if sequence is not None else (None, False)
@@ -180,7 +166,7 @@ class DataHubBlobDecoder(Decoder):
         if op in _MARKERS:
             return event(_MARKERS[op])
         if op in _DDL_OPS:
-            ddl = _object(payload.get("ddl"), "payload.ddl") or {}
+            ddl = member_object(payload.get("ddl"), "payload.ddl") or {}
             text = ddl.get("text")
             if not isinstance(text, str) or not text.strip():
                 raise RecordError(f"{op} message has no DDL statement (payload.ddl.text is {short(text)})")
@@ -210,7 +196,7 @@ class DataHubBlobDecoder(Decoder):
                 raise RecordError("UPDATE message has no after image (payload.after.dataColumn)")
             return event("UPDATE", before=before, after=after)
         # one half of a split update
-        side = "before" if op in _BEFORE_HALVES else "after"
+        side = "before" if op in BEFORE_HALVES else "after"
         image = before if side == "before" else after
         if image is None:
             raise RecordError(f"{op} message has no {side} image (payload.{side}.dataColumn)")
@@ -224,13 +210,13 @@ class DataHubBlobDecoder(Decoder):
 # --- pieces ---------------------------------------------------------------------------------
 
 
-def _object(value: Any, name: str) -> dict[str, Any] | None:
+def member_object(value: Any, name: str) -> dict[str, Any] | None:
     if value is None or isinstance(value, dict):
         return value
     raise RecordError(f"{name} must be a JSON object, not a JSON {json_kind(value)}")
 
 
-def _table_name(source: dict[str, Any] | None) -> str | None:
+def table_name(source: dict[str, Any] | None) -> str | None:
     """``schemaName.tableName``, else ``dbName.tableName``, else ``tableName`` (None: no table)."""
     if not source:
         return None
@@ -243,7 +229,7 @@ def _table_name(source: dict[str, Any] | None) -> str | None:
     return table
 
 
-def _primary_key(value: Any) -> list[str] | None:
+def primary_key(value: Any) -> list[str] | None:
     if value is None:
         return None
     if not isinstance(value, list) or not all(isinstance(k, str) for k in value):
@@ -267,11 +253,11 @@ def _column_types(value: Any) -> dict[str, str]:
     return types
 
 
-#: StreamX types whose values of these exact Python types :func:`_value` returns unchanged.
+#: StreamX types whose values of these exact Python types :func:`blob_value` returns unchanged.
 _KEPT_TYPES: dict[str, tuple[type, ...]] = {"STRING": (str,), "LONG": (int,), "BOOLEAN": (bool,), "DOUBLE": (Decimal,)}
 
 
-def _schema_plan(schema: dict[str, Any]) -> tuple[dict[str, str], dict[str, tuple[type, ...]], dict[str, str]]:
+def schema_plan(schema: dict[str, Any]) -> tuple[dict[str, str], dict[str, tuple[type, ...]], dict[str, str]]:
     """The declared types of a schema's columns, the Python types each keeps unchanged and the
     column type hints: worked out once per schema, which every message repeats
     (:func:`~cdclake.formats._kafka_connect.memoized`)."""
@@ -284,7 +270,7 @@ def _image(
     payload: dict[str, Any], name: str, types: dict[str, str], kept: dict[str, tuple[type, ...]]
 ) -> dict[str, Any] | None:
     """``payload.<name>.dataColumn`` with values decoded by their declared types (None: no image)."""
-    holder = _object(payload.get(name), f"payload.{name}")
+    holder = member_object(payload.get(name), f"payload.{name}")
     if not holder:
         return None
     columns = holder.get("dataColumn")
@@ -295,12 +281,12 @@ def _image(
     return {
         column: value
         if value is None or type(value) in kept.get(column, ())
-        else _value(column, types.get(column), value, name)
+        else blob_value(column, types.get(column), value, name)
         for column, value in columns.items()
     }
 
 
-def _value(column: str, kind: str | None, value: Any, image: str) -> Any:
+def blob_value(column: str, kind: str | None, value: Any, image: str) -> Any:
     """A column value decoded by its StreamX type (unknown or undeclared types: unchanged)."""
     if value is None or kind not in COLUMN_TYPES:
         return value

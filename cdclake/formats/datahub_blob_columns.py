@@ -5,9 +5,9 @@ for DataHub's envelope: one compact ``{"schema", "payload", "version"}`` message
 in the order the vendor's document writes them or sorted by name (real messages, Apache Paimon's samples:
 ``{"payload":{"after":...,"before":null,"ddl":null,"op":...},"schema":...}``). msgspec reads a span in one
 C call; each schema block is worked out once per distinct text (the reference's table name, keys and
-``_schema_plan``); each image value is kept as its JSON text where the reference keeps the parsed value, text
+``schema_plan``); each image value is kept as its JSON text where the reference keeps the parsed value, text
 decimals (``DOUBLE``) lose their quotes and epoch milliseconds (``DATE``) become timestamps a column at a
-time, anything else goes through the reference's ``_value``.
+time, anything else goes through the reference's ``blob_value``.
 
 Update halves: ``UPDATE_BEFOR`` + ``UPDATE_AFTER`` sharing a sequence id become one ``UPDATE`` where the second
 one is read, with the reference's joined ``meta`` (``_datahub.pair_meta``). A span is read up to the first
@@ -35,7 +35,7 @@ from cdclake.events.arrow import DECODED_FILE_SCHEMA
 from cdclake.events.change import joined_text, meta_text
 from cdclake.formats import _kafka_connect as kc
 from cdclake.formats._datahub import RecordError, datahub_seq, epoch_millis, from_epoch, pair_meta
-from cdclake.formats._json_columns import (
+from cdclake.formats.columnar import (
     BOOL,
     CONVERT,
     INT,
@@ -45,13 +45,15 @@ from cdclake.formats._json_columns import (
     TS_MILLIS,
     UNNAMED,
     EnvelopeReader,
+    SpanReader,
     Unsplit,
     decoded_batch,
     image_array,
     image_or_none,
     reference_converter,
 )
-from cdclake.formats.datahub_blob import _BEFORE_HALVES, _object, _primary_key, _schema_plan, _table_name, _value
+from cdclake.formats.datahub_blob import BEFORE_HALVES, blob_value, member_object, primary_key, schema_plan, table_name
+from cdclake.registry import register_columns
 
 if TYPE_CHECKING:
     from cdclake.formats.datahub_blob import DataHubBlobDecoder
@@ -66,14 +68,14 @@ _PAYLOAD: dict[str, object] = {
     "timestamp": Any,
     "ddl": Any,  # a row's: not read (its own op is read by the reference)
 }
-#: An image holder with its ``dataColumn`` object read as ``Raw`` text, to split in C (``_json_columns.image_array``).
+#: An image holder with its ``dataColumn`` object read as ``Raw`` text, to split in C (``columnar.image_array``).
 _SPLIT_IMAGE = dict[str, Raw] | None
 _READER = EnvelopeReader("Blob", _PAYLOAD, {"version": Any}, dict.fromkeys(("before", "after"), _SPLIT_IMAGE))
 _PLANS = 256
-#: How each StreamX type's values are judged (``_value``: kept, converted at once, or one at a time).
+#: How each StreamX type's values are judged (``blob_value``: kept, converted at once, or one at a time).
 _KINDS = {"STRING": STR, "LONG": INT, "BOOLEAN": BOOL, "DOUBLE": TEXT_DECIMAL, "DATE": TS_MILLIS, "BYTES": CONVERT}
-_ROW_OPS = frozenset({"INSERT", "UPDATE", "DELETE", "UPDATE_AFTER"}) | _BEFORE_HALVES
-_HALVES = _BEFORE_HALVES | {"UPDATE_AFTER"}
+_ROW_OPS = frozenset({"INSERT", "UPDATE", "DELETE", "UPDATE_AFTER"}) | BEFORE_HALVES
+_HALVES = BEFORE_HALVES | {"UPDATE_AFTER"}
 
 
 class _Plan:
@@ -82,11 +84,11 @@ class _Plan:
     __slots__ = ("_tails", "hints", "keys", "kinds", "source", "table", "types")
 
     def __init__(self, decoder: DataHubBlobDecoder, schema: Any) -> None:
-        schema = _object(schema, "schema") or {}
-        self.source = _object(schema.get("source"), "schema.source")
-        self.table = decoder.table_override or _table_name(self.source)
-        self.keys = decoder.keys or _primary_key(schema.get("primaryKey"))
-        self.types, _, hints = kc.memoized("blob-plan", _schema_plan, schema)
+        schema = member_object(schema, "schema") or {}
+        self.source = member_object(schema.get("source"), "schema.source")
+        self.table = decoder.table_override or table_name(self.source)
+        self.keys = decoder.keys or primary_key(schema.get("primaryKey"))
+        self.types, _, hints = kc.memoized("blob-plan", schema_plan, schema)
         self.hints = dict(hints) if hints else None
         self.kinds = {column: _KINDS.get(kind, UNNAMED) for column, kind in self.types.items()}
         self._tails: dict[Any, str] = {}
@@ -115,9 +117,9 @@ class _Plan:
         return text
 
 
-def _plan(decoder: DataHubBlobDecoder, raw: bytes) -> _Plan | None:
+def _plan(decoder: DataHubBlobDecoder, known: dict[bytes, _Plan | None], raw: bytes) -> _Plan | None:
     """The plan of a schema block's text (None: one the reference refuses)."""
-    plans = decoder._column_plans
+    plans = known
     plan = plans.get(raw)
     if plan is None:
         try:
@@ -128,24 +130,6 @@ def _plan(decoder: DataHubBlobDecoder, raw: bytes) -> _Plan | None:
             plans.clear()
         plans[raw] = plan
     return plan
-
-
-def decode_span(decoder: DataHubBlobDecoder, span: bytes, file: str, offset: int) -> tuple[pa.RecordBatch, int] | None:
-    """The events of ``span`` as one record batch of ``DECODED_FILE_SCHEMA`` (``offset``: the span's first
-    byte's) and how many of its bytes they came from, exactly as the reference decoder and the builder give
-    them; None when a record is outside the shape this path reads (see the module docstring)."""
-
-    def read(records: list, starts: np.ndarray, schemas: list[bytes], split: bool) -> tuple[pa.RecordBatch, int] | None:
-        rows = _rows(decoder, records, starts.tolist(), schemas, split)
-        if rows is None:
-            return None
-        read_to, kept = rows
-        batch = _batch(kept, file, split)
-        if batch is None:
-            return None
-        return batch, len(span) if read_to == len(records) else int(starts[read_to]) - offset
-
-    return _READER.read_batch(span, offset, read)
 
 
 class _Row:
@@ -181,12 +165,17 @@ class _Row:
 
 
 def _rows(
-    decoder: DataHubBlobDecoder, records: list, offsets: list[int], schemas: list[bytes], split: bool
+    decoder: DataHubBlobDecoder,
+    known: dict[bytes, _Plan | None],
+    records: list,
+    offsets: list[int],
+    schemas: list[bytes],
+    split: bool,
 ) -> tuple[int, list[_Row]] | None:
     """(how many records were read, their events in the reference's order): each message by
     ``DataHubBlobDecoder._message``'s rules, each update's halves joined where the second is read
     (``UpdatePairs.add``). None: a record outside the shape. ``schemas``: each record's schema block
-    (``_json_columns.schema_texts``: one object per distinct block, so its plan is looked up once).
+    (``columnar.schema_texts``: one object per distinct block, so its plan is looked up once).
     ``split``: the images' ``dataColumn`` read as ``Raw`` texts."""
     rows: list[_Row | None] = []
     pending: dict[tuple[str, str], int] = {}
@@ -195,7 +184,7 @@ def _rows(
     for index, (record, offset, schema) in enumerate(zip(records, offsets, schemas, strict=True)):
         plan = plans.get(id(schema), _NO_PLAN)
         if plan is _NO_PLAN:
-            plan = plans[id(schema)] = _plan(decoder, schema)
+            plan = plans[id(schema)] = _plan(decoder, known, schema)
         row = _row(decoder, record, offset, plan, split)  # type: ignore[arg-type]
         if row is None:
             return None
@@ -265,7 +254,7 @@ def _row(decoder: DataHubBlobDecoder, record: Any, offset: int, plan: _Plan | No
         head["timestamp"] = timestamp
     version = None if record.version is UNSET else record.version
     if op in _HALVES and (before is None or after is None):
-        side = "before" if op in _BEFORE_HALVES else "after"
+        side = "before" if op in BEFORE_HALVES else "after"
         if (before if side == "before" else after) is None or snapshot:
             return None
         return _Row(
@@ -376,7 +365,7 @@ def _pair_text(before: tuple[str, int, dict[str, Any]], after: tuple[str, int, d
 
 def _batch(rows: list[_Row], file: str, split: bool) -> pa.RecordBatch | None:
     """The rows as columns, image values a column at a time (None: a value the reference refuses). ``split``: the
-    images are ``Raw`` object texts (``_json_columns.image_array``)."""
+    images are ``Raw`` object texts (``columnar.image_array``)."""
     try:
         arrays = {}
         for name in ("before", "after"):
@@ -412,7 +401,36 @@ def _batch(rows: list[_Row], file: str, split: bool) -> pa.RecordBatch | None:
 
 
 def _converter(image: str, plans: list[_Plan]) -> Callable[[int, str, str, bool], Any]:
-    """The reference's conversion of one value of ``image``: its ``_value`` by the column's StreamX type."""
+    """The reference's conversion of one value of ``image``: its ``blob_value`` by the column's StreamX type."""
     return reference_converter(
-        lambda owner, column, value: _value(column, plans[owner].types.get(column), value, image)
+        lambda owner, column, value: blob_value(column, plans[owner].types.get(column), value, image)
     )
+
+
+@register_columns("datahub-blob")
+class DataHubBlobColumns(SpanReader):
+    """DataHub BLOB's columnar path (the module docstring) over one decoder."""
+
+    def __init__(self, decoder: DataHubBlobDecoder) -> None:
+        super().__init__(decoder)
+        #: each schema block's plan, by the block's text (at most ``_PLANS``)
+        self.plans: dict[bytes, _Plan | None] = {}
+
+    def span(self, span: bytes, file: str, offset: int) -> tuple[pa.RecordBatch, int] | None:
+        """The events of ``span`` as one record batch of ``DECODED_FILE_SCHEMA`` (``offset``: the span's first
+        byte's) and how many of its bytes they came from, exactly as the reference decoder and the builder give
+        them; None when a record is outside the shape this path reads (see the module docstring)."""
+
+        def read(
+            records: list, starts: np.ndarray, schemas: list[bytes], split: bool
+        ) -> tuple[pa.RecordBatch, int] | None:
+            rows = _rows(self.decoder, self.plans, records, starts.tolist(), schemas, split)
+            if rows is None:
+                return None
+            read_to, kept = rows
+            batch = _batch(kept, file, split)
+            if batch is None:
+                return None
+            return batch, len(span) if read_to == len(records) else int(starts[read_to]) - offset
+
+        return _READER.read_batch(span, offset, read)

@@ -40,7 +40,6 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime as dt
-import functools
 import json
 import re
 from collections.abc import Iterator
@@ -57,7 +56,7 @@ from cdclake.runtime.limits import MAX_JSON_DEPTH as MAX_DEPTH
 from cdclake.runtime.limits import MAX_RAW_BYTES, MAX_RECORD_BYTES
 
 if TYPE_CHECKING:
-    import pyarrow as pa
+    pass
 
 #: ``seq`` width of numeric positions (LSN, SCN, txId, ts_ms): zero-padded to this many digits.
 SEQ_WIDTH = 20
@@ -94,7 +93,7 @@ class DebeziumJsonDecoder(Decoder):
         self._placeholder_b64 = base64.b64encode(self.placeholder.encode()).decode() if self.placeholder else None
         #: Texts one of which a record's bytes hold when a value of it may be the placeholder: its own UTF-8
         #: bytes, its base64's, or a backslash (an escape can spell it, or a ``"`` in it); None: no placeholder.
-        self._placeholder_probes = (
+        self.placeholder_probes = (
             (self.placeholder.encode(), self._placeholder_b64.encode(), b"\\") if self.placeholder else None
         )
         #: Records read that are not row changes, counted over every file this decoder read.
@@ -104,8 +103,6 @@ class DebeziumJsonDecoder(Decoder):
         self._pending_keys: list[str] | None = None
         #: Per table, the columns (name -> type) of the value schema last announced by a SCHEMA event.
         self._layouts: dict[str, dict[str, str | None]] = {}
-        #: The columnar path's reading of each schema block's text (:mod:`.debezium_json_columns`).
-        self._column_plans: dict[bytes, Any] = {}
 
     @property
     def skipped(self) -> dict[str, int]:
@@ -117,21 +114,6 @@ class DebeziumJsonDecoder(Decoder):
         }
 
     # --- framing -------------------------------------------------------------------------------
-
-    def decode_columns(self, data: bytes, file: str) -> Iterator[ChangeEvent | Rejected | pa.RecordBatch]:
-        """Records in Kafka Connect's ``JsonConverter`` shape (one compact ``{"schema", "payload"}`` record per
-        line, UTF-8), a span at a time as Arrow columns (:mod:`.debezium_json_columns`). From the first span
-        outside that shape, the reference reads: the whole ``data`` again, as without this path, giving what
-        it finds from that span on (its reasons count lines from the first byte of ``data``; the spans before
-        held row changes only, which leave the same layouts and counts whichever path reads them)."""
-        if self.hbase == "true":
-            yield from self.decode(data, file)
-            return
-        from cdclake.formats._json_columns import read_spans  # here: the columnar module imports this one
-        from cdclake.formats.debezium_json_columns import decode_span
-
-        self._pending_keys = None
-        yield from read_spans(self.decode, functools.partial(decode_span, self), data, file)
 
     def between_records(self) -> bool:
         return self._pending_keys is None
@@ -198,11 +180,11 @@ class DebeziumJsonDecoder(Decoder):
             src = {}
         if not isinstance(src, dict):
             return [reject(f"source must be a JSON object, not a JSON {json_kind(src)}")]
-        table = self.table_override or _table_name(src)
+        table = self.table_override or table_name(src)
         if not table:
             return [reject("no table name: source has no table (or collection); set the table option")]
 
-        position = _position(src)
+        position = record_position(src)
         if position is None:
             return [
                 reject(
@@ -226,7 +208,7 @@ class DebeziumJsonDecoder(Decoder):
         meta: dict[str, Any] = {"op": op_code}
         # most records hold no placeholder: three byte searches of the record's values (after its schema
         # block) rather than a look at every value
-        probes = self._placeholder_probes
+        probes = self.placeholder_probes
         start, end, data = record.body, record.end, record.data
         placeholder = probes is not None and any(data.find(probe, start, end) >= 0 for probe in probes)
         unavailable: list[str] = []
@@ -283,7 +265,7 @@ class DebeziumJsonDecoder(Decoder):
             table=table,
             op=op,
             seq=seq,
-            event_ts=_event_ts(src, payload),
+            event_ts=change_time(src, payload),
             source=source,
             tx_id=tx_id,
             tx_pos=tx_pos,
@@ -334,7 +316,7 @@ class DebeziumJsonDecoder(Decoder):
 # --- helpers ----------------------------------------------------------------------------------------
 
 
-def _table_name(src: dict[str, Any]) -> str | None:
+def table_name(src: dict[str, Any]) -> str | None:
     """DESIGN §3: Lindorm ``namespace.table``; ``schema.table`` when the source has a schema,
     else ``db.table`` (MongoDB: ``db.collection``)."""
     table = src.get("table")
@@ -360,7 +342,7 @@ def _number(value: Any) -> int | None:
     return None
 
 
-def _position(src: dict[str, Any]) -> tuple[str, str] | None:
+def record_position(src: dict[str, Any]) -> tuple[str, str] | None:
     """(seq, the source field it came from) — see the module docstring for the order."""
     lsn = _number(src.get("lsn"))
     if lsn is not None:
@@ -386,7 +368,7 @@ def _position(src: dict[str, Any]) -> tuple[str, str] | None:
     return None
 
 
-def _event_ts(src: dict[str, Any], payload: dict[str, Any]) -> dt.datetime | None:
+def change_time(src: dict[str, Any], payload: dict[str, Any]) -> dt.datetime | None:
     """The source's change time (``source.ts_ns/us/ms``); snapshots without one (``ts_ms`` 0)
     fall back to the payload's ``ts_ms`` (when the connector read the row)."""
     for holder in (src, payload):
@@ -415,8 +397,8 @@ def _schema_columns(
     the table; a struct that misses one is not a full list, and diffing against it would drop
     the missing column from the lake table.
     """
-    listed = kc.memoized("listed", _listed_columns, envelope_fields.get("after")) or kc.memoized(
-        "listed", _listed_columns, envelope_fields.get("before")
+    listed = kc.memoized("listed", listed_columns, envelope_fields.get("after")) or kc.memoized(
+        "listed", listed_columns, envelope_fields.get("before")
     )
     if not listed:
         return None
@@ -426,7 +408,7 @@ def _schema_columns(
     return list(columns)
 
 
-def _listed_columns(struct_schema: Any) -> tuple[list[tuple[str, str | None]], frozenset[str] | None] | None:
+def listed_columns(struct_schema: Any) -> tuple[list[tuple[str, str | None]], frozenset[str] | None] | None:
     """A value schema's columns and their names (None: one cannot name a column); None: no list.
     Worked out once per schema (:func:`~cdclake.formats._kafka_connect.memoized`)."""
     columns = kc.schema_columns(struct_schema)

@@ -17,12 +17,12 @@ What makes it exact (the same record batch as the reference and the builder, hel
 - A value is kept as its text only where the reference's conversion keeps the parsed value and the
   builder writes it back as that text: an integer of an integer field, a number of a float field, a
   boolean of a boolean field, a string without a backslash of a plain string field, any scalar of a
-  column the schema does not name (GoldenGate JSON's rules, :func:`._json_columns.respelt`), and
+  column the schema does not name (GoldenGate JSON's rules, :func:`.columnar.respelt`), and
   ``null``. Every other value (Connect decimals, dates, times, timestamps, escapes, the unavailable-
   value placeholder) is read by the reference's JSON reader and converted by the reference's
   ``convert_row``, one value at a time.
-- The scalar columns and ``meta`` come from the reference's own helpers (``_table_name``,
-  ``_position``, ``_event_ts``, ``transaction_ids``, ``event_meta``), record by record, and the
+- The scalar columns and ``meta`` come from the reference's own helpers (``table_name``,
+  ``record_position``, ``change_time``, ``transaction_ids``, ``event_meta``), record by record, and the
   ``SCHEMA`` announcements from the decoder's ``_announce``.
 - Anything else (a record the reference rejects or skips, a tombstone, a key record, a Lindorm or
   HBase record, a truncate, a bare payload, a value its field refuses): the span is left to the
@@ -42,7 +42,7 @@ from cdclake.events.arrow import DECODED_FILE_SCHEMA, DecodedBuilder
 from cdclake.events.change import ChangeEvent, Source, joined_text, meta_text, value_text
 from cdclake.formats import _kafka_connect as kc
 from cdclake.formats._connect_decimals import connect_decimal_kind
-from cdclake.formats._json_columns import (
+from cdclake.formats.columnar import (
     CONVERT,
     DROPPED,
     EPOCH_KINDS,
@@ -50,6 +50,7 @@ from cdclake.formats._json_columns import (
     SCHEMA_READER,
     VALUE_READER,
     EnvelopeReader,
+    SpanReader,
     builder_text,
     decoded_batch,
     image_array,
@@ -58,13 +59,14 @@ from cdclake.formats._json_columns import (
 )
 from cdclake.formats.debezium_json import (
     OPS,
-    _event_ts,
-    _listed_columns,
-    _position,
-    _table_name,
+    change_time,
     event_meta,
+    listed_columns,
+    record_position,
+    table_name,
     transaction_ids,
 )
+from cdclake.registry import register_columns
 from cdclake.runtime.limits import MAX_RAW_BYTES
 
 if TYPE_CHECKING:
@@ -112,8 +114,8 @@ class _Plan:
         }
         #: each combination's ``column_types`` as a meta's last member, written once (``events.joined_text``)
         self.types_texts = {shape: meta_text({"column_types": t} if t else {}) for shape, t in self.types.items()}
-        listed = kc.memoized("listed", _listed_columns, self.structs["after"]) or kc.memoized(
-            "listed", _listed_columns, self.structs["before"]
+        listed = kc.memoized("listed", listed_columns, self.structs["after"]) or kc.memoized(
+            "listed", listed_columns, self.structs["before"]
         )
         self.columns, self.names = (list(listed[0]), listed[1]) if listed else (None, None)
         self.layout = dict(self.columns) if self.columns is not None else None
@@ -136,9 +138,8 @@ def _kind(spec: dict[str, Any]) -> int:
     return EPOCH_KINDS.get(logical, CONVERT) if logical else kind_of_kept(kc._kept_types(spec))
 
 
-def _plan(decoder: DebeziumJsonDecoder, raw: bytes) -> _Plan | None:
+def _plan(plans: dict[bytes, _Plan | None], raw: bytes) -> _Plan | None:
     """The plan of a schema block's text (None: not a non-empty object the reference reads alike)."""
-    plans = decoder._column_plans
     plan = plans.get(raw)
     if plan is None:
         try:
@@ -153,26 +154,25 @@ def _plan(decoder: DebeziumJsonDecoder, raw: bytes) -> _Plan | None:
     return plan
 
 
-def decode_span(decoder: DebeziumJsonDecoder, span: bytes, file: str, offset: int) -> pa.RecordBatch | None:
-    """The events of ``span`` as one record batch of ``DECODED_FILE_SCHEMA`` (``offset``: the span's first
-    byte's), exactly as the reference decoder and the builder give them; None when a record is outside
-    the shape this path reads (see the module docstring)."""
-    return _READER.read_batch(span, offset, lambda *read: _batch(decoder, *read, file))
-
-
 def _batch(
-    decoder: DebeziumJsonDecoder, records: list, starts: np.ndarray, schemas: list[bytes], split: bool, file: str
+    decoder: DebeziumJsonDecoder,
+    cache: dict[bytes, _Plan | None],
+    records: list,
+    starts: np.ndarray,
+    schemas: list[bytes],
+    split: bool,
+    file: str,
 ) -> pa.RecordBatch | None:
     """The span's rows: scalars record by record, image values a column at a time (None: outside the shape).
-    ``schemas``: each record's schema block (``_json_columns.schema_texts``). ``split``: the images were read as
-    ``Raw`` texts, split in C (``_json_columns.image_array``)."""
+    ``schemas``: each record's schema block (``columnar.schema_texts``). ``split``: the images were read as
+    ``Raw`` texts, split in C (``columnar.image_array``)."""
     n = len(records)
     plans, tables, ops, seqs, stamps, tx_ids, payloads = [], [], [], [], [], [], []
     befores: list[Any] = []
     afters: list[Any] = []
     override = decoder.table_override
     for record, schema in zip(records, schemas, strict=True):
-        plan = _plan(decoder, schema)
+        plan = _plan(cache, schema)
         payload = record.payload
         op_code = payload.op
         op = OPS.get(op_code) if type(op_code) is str else None
@@ -182,8 +182,8 @@ def _batch(
         src = {} if src is UNSET or src is None else src
         if "namespace" in src:  # Lindorm: its HBase and deleted-column rules are the reference's
             return None
-        table = override or _table_name(src)
-        position = _position(src)
+        table = override or table_name(src)
+        position = record_position(src)
         before, after = image_or_none(payload.before), image_or_none(payload.after)
         if not table or position is None or (before is None if op == "DELETE" else after is None):
             return None
@@ -193,7 +193,7 @@ def _batch(
         tables.append(table)
         ops.append(op)
         seqs.append(position)
-        stamps.append(_event_ts(src, present))
+        stamps.append(change_time(src, present))
         tx_ids.append(transaction_ids(present, src))
         payloads.append((op_code, src, present))
         befores.append(before)
@@ -207,7 +207,7 @@ def _batch(
                 images,
                 [plan.kinds[name] for plan in plans],
                 _converter(decoder, name, plans),
-                decoder._placeholder_probes,
+                decoder.placeholder_probes,
                 unavailable,
                 DECODED_FILE_SCHEMA.field(name).type,
                 _dropped_text(decoder),
@@ -343,3 +343,24 @@ def _converted(decoder: DebeziumJsonDecoder, struct: Any, column: str, text: str
     except kc.ConnectValueError:
         return REFUSED
     return builder_text(converted)
+
+
+class DebeziumJsonColumns(SpanReader):
+    """Debezium JSON's columnar path (the module docstring) over one decoder."""
+
+    def __init__(self, decoder: DebeziumJsonDecoder) -> None:
+        super().__init__(decoder)
+        #: each schema block's plan, by the block's text (at most ``_PLANS``)
+        self.plans: dict[bytes, _Plan | None] = {}
+
+    def span(self, span: bytes, file: str, offset: int) -> pa.RecordBatch | None:
+        """The events of ``span`` as one record batch of ``DECODED_FILE_SCHEMA`` (``offset``: the span's first
+        byte's), exactly as the reference decoder and the builder give them; None when a record is outside
+        the shape this path reads (see the module docstring)."""
+        return _READER.read_batch(span, offset, lambda *read: _batch(self.decoder, self.plans, *read, file))
+
+
+@register_columns("debezium-json")
+def debezium_json_columns(decoder: DebeziumJsonDecoder) -> DebeziumJsonColumns | None:
+    """The path reads Kafka Connect's ``JsonConverter`` shape; not HBase tables (``hbase`` ``true``)."""
+    return None if decoder.hbase == "true" else DebeziumJsonColumns(decoder)

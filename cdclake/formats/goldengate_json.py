@@ -21,7 +21,6 @@ Why it is written this way:
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import re
@@ -48,7 +47,7 @@ from cdclake.runtime.limits import MAX_JSON_DEPTH as MAX_DEPTH
 from cdclake.runtime.limits import MAX_RAW_BYTES, MAX_RECORD_BYTES, MAX_SCHEMA_BYTES
 
 if TYPE_CHECKING:
-    import pyarrow as pa
+    pass
 
 #: Top-level members the formatter writes (everything else goes to ``meta["extra"]``).
 _KNOWN_MEMBERS = frozenset(
@@ -113,20 +112,6 @@ class GoldenGateJsonDecoder(Decoder):
         )
 
     # --- framing -------------------------------------------------------------
-
-    def decode_columns(self, data: bytes, file: str) -> Iterator[ChangeEvent | Rejected | pa.RecordBatch]:
-        """The records GoldenGate writes by default (one compact record per line, UTF-8), a span at a time as
-        Arrow columns (:mod:`.goldengate_json_columns`). From the first span outside that shape, the reference
-        reads: the whole ``data`` again, as without this path, giving what it finds from that span on (its
-        reasons count lines from the first byte of ``data``; the spans before held well-formed records only,
-        which leave the same layouts whichever path reads them)."""
-        if self.delimiter or self.codec != "utf-8" or self.schema_path is not None:
-            yield from self.decode(data, file)
-            return
-        from cdclake.formats._json_columns import read_spans  # here: the columnar module imports this one
-        from cdclake.formats.goldengate_json_columns import decode_span
-
-        yield from read_spans(self.decode, functools.partial(decode_span, self), data, file)
 
     def decode(self, data: bytes, file: str) -> Iterator[ChangeEvent | Rejected]:
         """Events and rejected records of one landing file (already gunzipped), in file order."""

@@ -5,7 +5,7 @@ decode task's builder renders every image value back to JSON text, about 60-80 u
 while the naive Spark job reads the same JSON in the JVM. Most landing files are the formatter's default
 shape: one compact record per line, UTF-8, the members GoldenGate writes in the order it writes them,
 scalar column values. For a span of such records msgspec reads every record in one C call, keeps each
-image as its JSON text (``Raw``), the C splitter (``_json_columns.split_images``) cuts the images into their
+image as its JSON text (``Raw``), the C splitter (``columnar.split_images``) cuts the images into their
 column names and value texts (the map values the builder would have written, checked below) straight into
 Arrow's buffers, and the columns are built a column at a time (``meta`` too, where its texts need no escape).
 Where the splitter is not built, or an image is not the compact object it reads, msgspec reads the images as
@@ -42,9 +42,10 @@ from msgspec import UNSET, Raw, UnsetType
 from cdclake.events.arrow import DECODED_FILE_SCHEMA
 from cdclake.events.arrow_text import replaced
 from cdclake.events.change import meta_text, value_text
-from cdclake.formats._gg_common import _OP_TS, SEQ_WIDTH, parse_ts, pos_to_seq
-from cdclake.formats._json_columns import (
+from cdclake.formats._gg_common import OP_TS, SEQ_WIDTH, parse_ts, pos_to_seq
+from cdclake.formats.columnar import (
     VALUE_READER,
+    SpanReader,
     raw_texts,
     record_starts,
     respelt,
@@ -52,6 +53,7 @@ from cdclake.formats._json_columns import (
     split_images,
     writer_order,
 )
+from cdclake.registry import register_columns
 
 if TYPE_CHECKING:
     from cdclake.formats.goldengate_json import GoldenGateJsonDecoder
@@ -69,7 +71,7 @@ _MEMBERS: dict[str, object] = {
     "before": dict[str, Raw] | None,
     "after": dict[str, Raw] | None,
 }
-#: The image members as one ``Raw`` object text each, for the C splitter (``_json_columns.split_images``).
+#: The image members as one ``Raw`` object text each, for the C splitter (``columnar.split_images``).
 _IMAGES = ("before", "after")
 _NAMES = msgspec.json.Decoder(dict[str, Raw])
 _READERS: dict[tuple[tuple[str, ...], bool], msgspec.json.Decoder] = {}
@@ -98,26 +100,12 @@ _PLAIN_TS = r"^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}$"
 _TS_TYPE = pa.timestamp("us", tz="UTC")
 
 
-def decode_span(decoder: GoldenGateJsonDecoder, span: bytes, file: str, offset: int) -> pa.RecordBatch | None:
-    """The events of ``span`` as one record batch of ``DECODED_FILE_SCHEMA`` (``offset``: the span's first
-    byte's), exactly as the reference decoder and the builder give them; None when a record is
-    outside the shape this path reads (see the module docstring)."""
-    if not span or span.startswith(b"\xef\xbb\xbf"):
-        return None
-    text = span if span.endswith(b"\n") else span + b"\n"
-    try:
-        names = tuple(_NAMES.decode(text[: text.index(b"\n")]))
-    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):  # e.g. a name not valid UTF-8
-        return None
-    return split_first(lambda split: _read_records(decoder, text, names, split, file, offset))
-
-
 def _read_records(
     decoder: GoldenGateJsonDecoder, text: bytes, names: tuple[str, ...], split: bool, file: str, offset: int
 ) -> pa.RecordBatch | None:
-    """:func:`decode_span`'s read of the span's records, the images as dicts or (``split``) as raw texts split in
-    C: about a third of a span's decode went to building a Python string and ``Raw`` per image member and
-    gathering them back into Arrow (:class:`Unsplit` where the splitter does not read an image)."""
+    """The span's records as :meth:`GoldenGateJsonColumns.span` reads them, the images as dicts or (``split``) as
+    raw texts split in C: about a third of a span's decode went to building a Python string and ``Raw`` per image
+    member and gathering them back into Arrow (:class:`Unsplit` where the splitter does not read an image)."""
     try:
         reader = _reader(names, split)
         if reader is None:
@@ -261,7 +249,7 @@ def _layouts(
 def _split_layouts(
     known_layouts: dict[str, dict[str, None]], tables: list[str], before: Any, after: Any
 ) -> tuple[dict[str, dict[str, None]], list[tuple[int, list[str], list[str]]]]:
-    """:func:`_layouts` over split images (``_json_columns._Split``): each record's columns are its images'
+    """:func:`_layouts` over split images (``columnar._Split``): each record's columns are its images'
     layouts, and a (table, before layout, after layout) once within the table's columns stays within them
     (they only grow), so the rule runs once per distinct combination that adds columns, not per record."""
     layouts = dict(known_layouts)
@@ -351,7 +339,7 @@ def _event_times(op_ts: list[str], texts: pa.Array) -> pa.Array | None:
             return pc.cast(texts, pa.timestamp("us")).cast(_TS_TYPE)
         except pa.ArrowInvalid:
             pass  # a day or time that does not exist: the reference says which
-    stamps = [parse_ts(text, _OP_TS) for text in op_ts]
+    stamps = [parse_ts(text, OP_TS) for text in op_ts]
     return None if None in stamps else pa.array(stamps, _TS_TYPE)
 
 
@@ -398,7 +386,7 @@ def _image_array(images: list[dict[str, Raw] | None], type_: pa.DataType) -> pa.
 
 
 def _split_image_array(split: Any, type_: pa.DataType) -> pa.MapArray | None:
-    """:func:`_image_array` of images split in C (``_json_columns._Split``)."""
+    """:func:`_image_array` of images split in C (``columnar._Split``)."""
     values = _spelt_texts(split.texts)
     if values is None:
         return None
@@ -437,3 +425,28 @@ def _spelt_texts(texts: pa.Array) -> pa.StringArray | None:
                 return None
         fixed.append(value_text(value))
     return replaced(texts, odd, pa.array(fixed, texts.type)).cast(pa.string())
+
+
+class GoldenGateJsonColumns(SpanReader):
+    """GoldenGate JSON's columnar path (the module docstring) over one decoder."""
+
+    def span(self, span: bytes, file: str, offset: int) -> pa.RecordBatch | None:
+        """The events of ``span`` as one record batch of ``DECODED_FILE_SCHEMA`` (``offset``: the span's first
+        byte's), exactly as the reference decoder and the builder give them; None when a record is
+        outside the shape this path reads (see the module docstring)."""
+        if not span or span.startswith(b"\xef\xbb\xbf"):
+            return None
+        text = span if span.endswith(b"\n") else span + b"\n"
+        try:
+            names = tuple(_NAMES.decode(text[: text.index(b"\n")]))
+        except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):  # e.g. a name not valid UTF-8
+            return None
+        return split_first(lambda split: _read_records(self.decoder, text, names, split, file, offset))
+
+
+@register_columns("goldengate-json")
+def goldengate_json_columns(decoder: GoldenGateJsonDecoder) -> GoldenGateJsonColumns | None:
+    """The path reads the records GoldenGate writes by default: no delimiter, UTF-8, no schema file."""
+    if decoder.delimiter or decoder.codec != "utf-8" or decoder.schema_path is not None:
+        return None
+    return GoldenGateJsonColumns(decoder)

@@ -17,12 +17,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import cdclake.formats._json_columns as json_columns
+import cdclake.formats.columnar as json_columns
 from cdclake.bench.generate import generate
-from cdclake.formats._json_columns import spans
-from cdclake.formats.datahub_blob_columns import decode_span
+from cdclake.formats.columnar import spans
 from cdclake.options import Options
-from cdclake.registry import get_decoder
+from cdclake.registry import columnar_reader, get_decoder
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "datahub_blob"
 
@@ -165,7 +164,7 @@ def test_a_pair_across_a_span_end_is_read_by_the_next_span(span_bytes: int):
 )
 def test_a_span_is_read_up_to_the_first_split_update(lines: list[str], rows: int, read: int):
     data = _lines(lines)
-    batch, used = decode_span(get_decoder("datahub-blob", Options({})), data, "f", 0)
+    batch, used = columnar_reader(get_decoder("datahub-blob", Options({}))).span(data, "f", 0)
     assert (batch.num_rows, used) == (rows, sum(len(line) + 1 for line in lines[:read]))
     assert batch.column("source_offset").to_pylist()[-1] < used
 

@@ -29,12 +29,12 @@ from fuzzing import examples
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
-import cdclake.formats._json_columns as json_columns
+import cdclake.formats.columnar as json_columns
 from cdclake.bench.generate import generate
 
 pytestmark = pytest.mark.fuzz
 
-#: The formats with a columnar fast path (``Decoder.decode_columns`` over ``_json_columns.read_spans``).
+#: The formats with a columnar fast path (``Decoder.decode_columns`` over ``columnar.read_spans``).
 FAST_FORMATS = ("goldengate-json", "debezium-json", "cdl-json", "datahub-blob")
 #: Changes in each example's base file: small, so that an example costs milliseconds, yet every op and kind.
 BASE_CHANGES = 40
@@ -248,7 +248,7 @@ def test_fast_path_matches_reference_on_hostile_files(
     with _gave_up() as faults, _spans_of(span), _native_helpers(native):
         spans = columns_check.assert_same_files(format_id, hostile(start.data, edits, whole), start.options)
     event(f"{format_id}: spans read by the fast path: {min(spans, 3)}{'+' if spans >= 3 else ''}")
-    # the net (``_json_columns.guarded_span``) keeps a batch going; a fast path that raises is still a gap in it
+    # the net (``columnar.guarded_span``) keeps a batch going; a fast path that raises is still a gap in it
     assert not faults, faults
 
 
@@ -265,7 +265,7 @@ def _spans_of(size: int) -> Iterator[None]:
 
 #: Where the decode fast paths hold the compiled helpers (``cdclake._native``): None there runs their Python path.
 NATIVE_SLOTS = (
-    ("cdclake.formats._json_columns", ("_NATIVE", "_TEXT_FORMS", "_VALUE_TEXTS")),
+    ("cdclake.formats.columnar", ("_NATIVE", "_TEXT_FORMS", "_VALUE_TEXTS")),
     ("cdclake.formats._connect_decimals", ("_VALUE_TEXTS",)),
     ("cdclake.formats._json_shapes", ("_TEXT_FORMS",)),
     ("cdclake.events.arrow_text", ("_TEXT_FORMS", "_VALUE_TEXTS")),
@@ -300,7 +300,7 @@ class _Faults(logging.Handler):
 def _gave_up() -> Iterator[list[str]]:
     """The messages of fast paths that raised (and were caught) while the block ran."""
     handler = _Faults()
-    logger = logging.getLogger("cdclake.formats._json_columns")
+    logger = logging.getLogger("cdclake.formats.columnar")
     logger.addHandler(handler)
     try:
         yield handler.messages
@@ -324,7 +324,7 @@ def test_base_files_take_the_fast_path(format_id: str) -> None:
 @pytest.mark.parametrize("format_id", ["goldengate-json", "debezium-json", "cdl-json"])
 def test_a_span_the_fast_path_refuses_is_the_reference_s_alone(format_id: str) -> None:
     """A valid record the fast path does not read (an escaped member name) costs its span, not the rest of the file:
-    the reference reads that span alone (``_json_columns.reference_window``) and the fast path goes on after it."""
+    the reference reads that span alone (``columnar.reference_window``) and the fast path goes on after it."""
     start = base(format_id)
     with _spans_of(2500):
         clean = columns_check.assert_same_files(format_id, start.data, start.options)

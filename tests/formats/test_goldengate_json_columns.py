@@ -17,12 +17,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import cdclake.formats._json_columns as json_columns
+import cdclake.formats.columnar as json_columns
 import cdclake.formats.goldengate_json_columns as gg_columns
 from cdclake._native import json_objects
 from cdclake.bench.generate import generate
 from cdclake.events.change import Rejected
-from cdclake.formats._json_columns import spans
+from cdclake.formats.columnar import spans
 from cdclake.options import Options
 from cdclake.registry import get_decoder
 
@@ -35,7 +35,7 @@ def assert_same_files(data: bytes, options: dict[str, str] | None = None) -> int
 
 def fast_after(data: bytes) -> int:
     """Spans the fast path reads after the odd record's: its two records' when the reference reads the odd span
-    alone (it rejects nothing there), none when it reads on to the end (``_json_columns.reference_window``)."""
+    alone (it rejects nothing there), none when it reads on to the end (``columnar.reference_window``)."""
     decoder = get_decoder("goldengate-json", Options({}))
     return 0 if any(isinstance(item, Rejected) for item in decoder.decode(data, "x")) else 2
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 import numpy as np
 
-from cdclake.formats._json_columns import schema_texts, shallow
+from cdclake.formats.columnar import schema_texts, shallow
 from cdclake.runtime.limits import MAX_JSON_DEPTH
 
 
@@ -56,9 +56,9 @@ def test_plain_decimal_strings_are_the_pattern_s():
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    from cdclake.formats import _json_columns
+    from cdclake.formats import columnar
 
-    if _json_columns._TEXT_FORMS is None:
+    if columnar._TEXT_FORMS is None:
         pytest.skip("the C module is not built")
     inside = st.text(st.sampled_from('-0123456789.eE+a"\\'), max_size=8)
     texts = st.one_of(inside.map(lambda t: '"' + t + '"'), st.sampled_from(["true", "[1]", "1.5", '["1"]', "null"]))
@@ -68,8 +68,8 @@ def test_plain_decimal_strings_are_the_pattern_s():
     def check(values):
         array = pa.array(values, pa.large_string())
         inner = pc.utf8_slice_codeunits(array, 1, -1)
-        expected = pc.match_substring_regex(array, _json_columns._PLAIN_DECIMAL).to_pylist()
-        assert _json_columns._plain_decimals(array, inner).tolist() == expected
+        expected = pc.match_substring_regex(array, columnar._PLAIN_DECIMAL).to_pylist()
+        assert columnar._plain_decimals(array, inner).tolist() == expected
 
     check()
 
@@ -80,7 +80,7 @@ def test_repeated_values_are_the_plain_conversion():
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    from cdclake.formats._json_columns import repeated_values
+    from cdclake.formats.columnar import repeated_values
 
     shared = [["ID"], ["A", "B"], []]
     value = st.one_of(st.sampled_from(shared), st.none(), st.lists(st.sampled_from(["ID", "X"]), max_size=2))

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cdclake.formats import _json_shapes
-from cdclake.formats._json_columns import respelt
 from cdclake.formats._json_shapes import json_shapes
+from cdclake.formats.columnar import respelt
 
 _NUMBERS = st.one_of(
     st.integers(-(10**20), 10**20).map(str),

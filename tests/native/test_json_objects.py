@@ -17,9 +17,9 @@ from msgspec import Raw
 
 from cdclake._native import _json_objects
 from cdclake.bench.generate import generate
-from cdclake.formats import _json_columns as json_columns
 from cdclake.formats import cdl_json_columns, datahub_blob_columns, debezium_json_columns
-from cdclake.registry import get_decoder
+from cdclake.formats import columnar as json_columns
+from cdclake.registry import columnar_reader, get_decoder
 
 _DICTS = msgspec.json.Decoder(dict[str, Raw] | None)
 
@@ -146,9 +146,9 @@ def bench_spans(tmp_path_factory) -> dict[str, bytes]:
 def test_a_split_span_gives_the_batch_of_the_dict_path(bench_spans, format_id, module):
     span = bench_spans[format_id]
     with mock.patch.object(json_columns, "split_images", wraps=json_columns.split_images) as splits:
-        split = module.decode_span(get_decoder(format_id), span, "f", 0)
+        split = columnar_reader(get_decoder(format_id)).span(span, "f", 0)
     with mock.patch.object(json_columns, "_NATIVE", None):
-        dicts = module.decode_span(get_decoder(format_id), span, "f", 0)
+        dicts = columnar_reader(get_decoder(format_id)).span(span, "f", 0)
     assert splits.call_count == 2  # both image columns, once
     if isinstance(split, tuple):  # BLOB: (batch, bytes read)
         assert split[1] == dicts[1]
@@ -162,9 +162,9 @@ def test_a_blob_image_holder_with_another_member_is_read_with_dicts(bench_spans)
     odd = span.replace(b'"after":{"dataColumn":', b'"after":{"other":[1],"dataColumn":', 1)
     assert odd != span
     with mock.patch.object(json_columns, "_NATIVE", None):
-        dicts = datahub_blob_columns.decode_span(get_decoder("datahub-blob"), odd, "f", 0)
+        dicts = columnar_reader(get_decoder("datahub-blob")).span(odd, "f", 0)
     assert dicts is None  # a holder member that is not an object: the dict reader leaves the span to the reference
-    assert datahub_blob_columns.decode_span(get_decoder("datahub-blob"), odd, "f", 0) is None
+    assert columnar_reader(get_decoder("datahub-blob")).span(odd, "f", 0) is None
 
 
 def test_a_span_the_splitter_refuses_is_read_with_dicts(bench_spans):
@@ -174,10 +174,10 @@ def test_a_span_the_splitter_refuses_is_read_with_dicts(bench_spans):
     odd = span.replace(b'"after":{"ORDER_ID":', b'"after":{"ORDER_ID": ', 1)
     assert odd != span
     with mock.patch.object(json_columns, "split_images", wraps=json_columns.split_images) as splits:
-        batch = debezium_json_columns.decode_span(get_decoder("debezium-json"), odd, "f", 0)
+        batch = columnar_reader(get_decoder("debezium-json")).span(odd, "f", 0)
     assert splits.call_count >= 1  # the splitter was asked first
     with mock.patch.object(json_columns, "_NATIVE", None):
-        assert batch == debezium_json_columns.decode_span(get_decoder("debezium-json"), odd, "f", 0)
+        assert batch == columnar_reader(get_decoder("debezium-json")).span(odd, "f", 0)
 
 
 _BRACKETY = st.text(st.sampled_from('{}[]"a:,\\'), max_size=12).map(str.encode)

@@ -1,5 +1,5 @@
 """Integer dates and timestamps, and Kafka Connect decimals, spelt in C (``cdclake._native._value_texts``) as the
-numpy and Arrow paths spell them (``_json_columns._with_epoch_texts`` and
+numpy and Arrow paths spell them (``columnar._with_epoch_texts`` and
 ``_connect_decimals.with_connect_decimals``, each with the module and without)."""
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 from cdclake._native import _value_texts
 from cdclake.events import arrow_text
 from cdclake.formats import _connect_decimals as connect_decimals
-from cdclake.formats import _json_columns as json_columns
+from cdclake.formats import columnar as json_columns
 from cdclake.formats._connect_decimals import CONNECT_DECIMAL_KIND
-from cdclake.formats._json_columns import DATE_DAYS, TS_MICROS, TS_MILLIS, TS_NANOS, UNNAMED
 from cdclake.formats._json_shapes import json_shapes
+from cdclake.formats.columnar import DATE_DAYS, TS_MICROS, TS_MILLIS, TS_NANOS, UNNAMED
 
 _DAY_US = 86_400_000_000
 _MIN_US, _MAX_US = json_columns._MIN_US, json_columns._MAX_US

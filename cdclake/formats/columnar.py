@@ -23,7 +23,7 @@ from cdclake.events.arrow import DECODED_FILE_SCHEMA
 from cdclake.events.arrow_text import first_bytes, holding, replaced, text_buffers, with_spelt
 from cdclake.events.change import Rejected, Source, value_text
 from cdclake.formats._connect_decimals import with_connect_decimals
-from cdclake.formats._json import _unique_object
+from cdclake.formats._json import unique_object
 from cdclake.formats._json_shapes import JsonShapes, json_shapes
 from cdclake.runtime.limits import MAX_JSON_DEPTH, MAX_RECORD_BYTES
 
@@ -194,6 +194,22 @@ def read_spans(
         else:
             yield from (item for item in decode(data, file) if item.source.offset >= start)
         return
+
+
+class SpanReader:
+    """A format's columnar path over one decoder (``registry.ColumnarReader``): a subclass reads one span of
+    records (:meth:`span`) and keeps what it works out per decoder (e.g. schema plans); :meth:`read` runs it over
+    a file with the reference decoder behind it (:func:`read_spans`)."""
+
+    def __init__(self, decoder: Decoder) -> None:
+        self.decoder = decoder
+
+    def span(self, span: bytes, file: str, offset: int) -> pa.RecordBatch | tuple[pa.RecordBatch, int] | None:
+        """One span's records as a batch (or ``(batch, bytes read)``); None: the reference reads the span."""
+        raise NotImplementedError
+
+    def read(self, data: bytes, file: str) -> Iterator[Any]:
+        return read_spans(self.decoder.decode, self.span, data, file)
 
 
 def reference_window(decoder: Decoder, data: bytes, file: str, start: int, end: int) -> list[Any] | None:
@@ -643,7 +659,7 @@ def _plain_decimals(texts: pa.Array, inner: pa.Array) -> np.ndarray:
 _ENVELOPE = msgspec.json.Decoder(dict[str, Raw])
 #: The reference scanner's reading of one value (exact numbers) and of a schema block (a repeated member refused).
 VALUE_READER = json.JSONDecoder(parse_float=Decimal, parse_constant=Decimal)
-SCHEMA_READER = json.JSONDecoder(parse_float=Decimal, parse_constant=Decimal, object_pairs_hook=_unique_object)
+SCHEMA_READER = json.JSONDecoder(parse_float=Decimal, parse_constant=Decimal, object_pairs_hook=unique_object)
 #: Numbers as the reference's reader reads them (``Decimal``); written back as numbers for the byte check.
 _WRITE = msgspec.json.Encoder(decimal_format="number")
 
