@@ -195,175 +195,245 @@ def _grouped(events) -> list[Any]:
 
 
 def run(spark, batch_dir: str | Path) -> dict[str, Any]:
-    from pyspark.sql import functions as F
+    """Normalize one batch (the steps in ``_BatchNormalizer.run``); returns the report it wrote."""
+    return _BatchNormalizer(spark, Path(batch_dir)).run()
 
-    batch_dir = Path(batch_dir)
-    manifest = read_manifest(batch_dir)
-    event_dir = batch_dir / "decoded" / "kind=event"
-    report: dict[str, Any] = {
-        "tables": {},
-        "events": 0,
-        "row_events": 0,
-        "non_row_events": 0,
-        "quarantined": 0,
-        "held": 0,
-        "carried_in": 0,
-    }
-    carried_dirs = [d for d in held_inputs(batch_dir) if d.exists()]
-    if not event_dir.exists() and not carried_dirs:
-        write_json_atomic(batch_dir / "tables.json", {})
-        write_json_atomic(batch_dir / "schema_changes.json", {})
-        write_report(batch_dir, "normalize", report)
-        return report
-    event_ddl = DECODED_SPARK_DDL.replace("kind string, ", "")
-    # decode wrote the events as the change log's files, and surveyed them: the surveys merged, the files linked
-    # into the change log below if nothing is quarantined (decoded_tables); else the events read in the driver
-    surveyed = _task_surveys(spark, event_dir) if not carried_dirs else None
-    local = None if surveyed is not None else _driver_events(spark, event_dir, carried_dirs)  # Arrow, no Spark job
-    driver = surveyed is not None or local is not None
-    grouped = local_kinds = local_schema_rows = None
-    linked = driver and is_per_table(event_dir)
-    if surveyed is not None:
-        grouped, local_kinds, local_schema_rows = surveyed
-    elif linked and local is not None:
-        grouped, local_kinds, local_schema_rows = local.survey()
-    elif local is not None:
-        # the change log is written in the survey's pass, as if nothing were to be quarantined: read once,
-        # written while surveyed; when something is, Spark's path below writes it again (overwrite)
-        with ChangelogWriter(batch_dir / "changelog", manifest.batch_id, escape_table) as log:
-            grouped, local_kinds, local_schema_rows = local.survey(log)
-    if grouped is not None and any(r["marks"] for r in grouped):
-        local = grouped = None  # transactions that may be incomplete: the Spark path splits them off
-        driver = linked = False
-    events = None
-    if not driver:
-        if event_dir.exists():
-            events = spark.read.schema(event_ddl).parquet(str(event_dir)).drop("error", "raw")
+
+#: A lake table as normalize finds it: (Spark name, its columns or None when it does not exist, schema history).
+LakeState = tuple[str, list[tuple[str, str]] | None, list[dict[str, Any]]]
+
+
+class _BatchNormalizer:
+    """One run of normalize over a batch: the state its steps hand on, one method a step (``run``: their order).
+
+    The events are counted where it is cheapest: the decode tasks' surveys, else the events read in the driver
+    (Arrow, no Spark job), else Spark's path (``driver`` False: carried-in events, a batch over the driver's
+    bound, or transactions that may be incomplete)."""
+
+    def __init__(self, spark, batch_dir: Path) -> None:
+        self.spark = spark
+        self.batch_dir = batch_dir
+        self.manifest = read_manifest(batch_dir)
+        self.event_dir = batch_dir / "decoded" / "kind=event"
+        self.report: dict[str, Any] = {
+            "tables": {},
+            "events": 0,
+            "row_events": 0,
+            "non_row_events": 0,
+            "quarantined": 0,
+            "held": 0,
+            "carried_in": 0,
+        }
+        self.carried_dirs = [d for d in held_inputs(batch_dir) if d.exists()]
+        self.event_ddl = DECODED_SPARK_DDL.replace("kind string, ", "")
+        # the survey: per table and op the counts (``grouped``), the columns' kinds and the schema events
+        self.local: DriverEvents | None = None
+        self.driver = self.linked = False
+        self.grouped: list[Any] | None = None
+        self.local_kinds: list[Any] | None = None
+        self.local_schema_rows: list[dict[str, Any]] | None = None
+        self.events: Any = None  # the Spark frame of the events (Spark's path)
+        # what the counts say, per table
+        self.per_table: dict[str, dict[str, Any]] = {}
+        self.op_counts: dict[str, dict[str, int]] = {}
+        self.heartbeat: Any = None
+        self.seen: dict[str, list[tuple[Any, str, set[str], str | None]]] = {}
+        self.schema_rows: list[dict[str, Any]] = []
+        self.state: dict[str, LakeState] = {}
+        self.schema: Any = None  # schema.events.SchemaEventResult
+        # the layouts, and the tables whose row events are quarantined
+        self.layouts: dict[str, Any] = {}
+        self.keyless: list[str] = []
+        self.unsafe: dict[str, dict[str, str]] = {}
+
+    @property
+    def row_ddl(self) -> str:
+        """The events' Spark DDL without the decode step's ``error`` and ``raw``."""
+        return self.event_ddl.replace(", error string, raw binary", "")
+
+    def run(self) -> dict[str, Any]:
+        if not self.event_dir.exists() and not self.carried_dirs:
+            write_json_atomic(self.batch_dir / "tables.json", {})
+            write_json_atomic(self.batch_dir / "schema_changes.json", {})
+            write_report(self.batch_dir, "normalize", self.report)
+            return self.report
+        self.survey()
+        if not self.driver:
+            self.read_in_spark()
+        self.tally()
+        self.collect_seen_columns()
+        self.collect_schema_rows()
+        self.look_up_lake_tables()
+        self.settle_schema_changes()
+        self.build_layouts()
+        self.write_schema_changes()
+        return self.write_changelog()
+
+    def survey(self) -> None:
+        """The counts from the decode tasks' surveys, or from the events read in the driver; neither: Spark's."""
+        # decode wrote the events as the change log's files, and surveyed them: the surveys merged, the files linked
+        # into the change log below if nothing is quarantined (decoded_tables); else the events read in the driver
+        surveyed = _task_surveys(self.spark, self.event_dir) if not self.carried_dirs else None
+        local = None if surveyed is not None else _driver_events(self.spark, self.event_dir, self.carried_dirs)
+        self.driver = surveyed is not None or local is not None
+        self.linked = self.driver and is_per_table(self.event_dir)
+        if surveyed is not None:
+            self.grouped, self.local_kinds, self.local_schema_rows = surveyed
+        elif self.linked and local is not None:
+            self.grouped, self.local_kinds, self.local_schema_rows = local.survey()
+        elif local is not None:
+            # the change log is written in the survey's pass, as if nothing were to be quarantined: read once,
+            # written while surveyed; when something is, Spark's path below writes it again (overwrite)
+            with ChangelogWriter(self.batch_dir / "changelog", self.manifest.batch_id, escape_table) as log:
+                self.grouped, self.local_kinds, self.local_schema_rows = local.survey(log)
+        self.local = local
+        if self.grouped is not None and any(r["marks"] for r in self.grouped):
+            self.local = self.grouped = None  # transactions that may be incomplete: the Spark path splits them off
+            self.driver = self.linked = False
+
+    def read_in_spark(self) -> None:
+        """Spark's path: the events (and those carried in) read, incomplete transactions held back, then counted."""
+        spark, batch_dir = self.spark, self.batch_dir
+        if self.event_dir.exists():
+            events = spark.read.schema(self.event_ddl).parquet(str(self.event_dir)).drop("error", "raw")
         else:
-            events = spark.createDataFrame([], event_ddl).drop("error", "raw")
+            events = spark.createDataFrame([], self.event_ddl).drop("error", "raw")
         carried = None
-        if carried_dirs:
-            carried = spark.read.schema(
-                event_ddl.replace(", error string, raw binary", "") + ", _held_age int"
-            ).parquet(*[str(d) for d in carried_dirs])
-            report["carried_in"] = carried.count()
+        if self.carried_dirs:
+            carried = spark.read.schema(self.row_ddl + ", _held_age int").parquet(*[str(d) for d in self.carried_dirs])
+            self.report["carried_in"] = carried.count()
         raw = None
         if carried is None:  # the counts of this batch's events also say whether a transaction can be incomplete
             events = raw = events.persist(_spilled())
-            grouped = _grouped(events)
-            marked = any(r["marks"] for r in grouped)
+            self.grouped = _grouped(events)
+            marked = any(r["marks"] for r in self.grouped)
         else:
             marked = None
         events, hold = split_incomplete(spark, events, carried, marked)
         if hold is not None:
             hold.write.mode("overwrite").parquet(str(held_output(batch_dir)))
-            report["held"] = spark.read.parquet(str(held_output(batch_dir))).count()
-        if grouped is None or hold is not None:  # counted again: what is applied now
+            self.report["held"] = spark.read.parquet(str(held_output(batch_dir))).count()
+        if self.grouped is None or hold is not None:  # counted again: what is applied now
             events = events.persist(_spilled())
-            grouped = _grouped(events)
+            self.grouped = _grouped(events)
             if raw is not None:  # the kept events are cached now: do not hold the batch in memory twice
                 raw.unpersist()
+        self.events = events
 
-    per_table: dict[str, dict[str, Any]] = {}
-    op_counts: dict[str, dict[str, int]] = {}
-    heartbeat = None
-    for r in sorted(grouped, key=lambda r: r["op"] not in ROW_OPS):  # keys from row events first
-        stats = per_table.setdefault(r["table"], {"events": 0, "row_events": 0, "keys": None, "newest_event_ts": None})
-        stats["events"] += r["count"]
-        stats["keys"] = stats["keys"] or r["keys"]
-        if r["op"] in ROW_OPS:
-            stats["row_events"] += r["count"]
-            if r["newest"] is not None and (stats["newest_event_ts"] is None or r["newest"] > stats["newest_event_ts"]):
-                stats["newest_event_ts"] = r["newest"]
-        if r["op"] == "HEARTBEAT" and r["newest"] is not None and (heartbeat is None or r["newest"] > heartbeat):
-            heartbeat = r["newest"]
-        op_counts.setdefault(r["table"], {})[r["op"]] = r["count"]
+    def tally(self) -> None:
+        """Per table: its events, row events, key and newest event time; per table and op the count; the newest
+        heartbeat."""
+        assert self.grouped is not None
+        for r in sorted(self.grouped, key=lambda r: r["op"] not in ROW_OPS):  # keys from row events first
+            stats = self.per_table.setdefault(
+                r["table"], {"events": 0, "row_events": 0, "keys": None, "newest_event_ts": None}
+            )
+            stats["events"] += r["count"]
+            stats["keys"] = stats["keys"] or r["keys"]
+            newest = r["newest"]
+            if r["op"] in ROW_OPS:
+                stats["row_events"] += r["count"]
+                if newest is not None and (stats["newest_event_ts"] is None or newest > stats["newest_event_ts"]):
+                    stats["newest_event_ts"] = newest
+            if r["op"] == "HEARTBEAT" and newest is not None and (self.heartbeat is None or newest > self.heartbeat):
+                self.heartbeat = newest
+            self.op_counts.setdefault(r["table"], {})[r["op"]] = r["count"]
 
-    # Columns with the kinds of their values, in first-seen order.
-    kinds = local_kinds if driver else _kinds(events)
-    seen: dict[str, list[tuple[Any, str, set[str], str | None]]] = {}
-    for r in kinds:
-        hint = json.loads(r["hints"]).get(r["col"]) if r["hints"] else None
-        seen.setdefault(r["table"], []).append((tuple(r["first"]), r["col"], set(r["kinds"]), hint))
+    def collect_seen_columns(self) -> None:
+        """Columns with the kinds of their values, in first-seen order."""
+        kinds = self.local_kinds if self.driver else _kinds(self.events)
+        for r in kinds or []:
+            hint = json.loads(r["hints"]).get(r["col"]) if r["hints"] else None
+            self.seen.setdefault(r["table"], []).append((tuple(r["first"]), r["col"], set(r["kinds"]), hint))
 
-    # Schema changes (SCHEMA / DDL events), in event order, against each table's lake columns (no job
-    # when the counts show none).
-    schema_rows = []
-    if any(op in ("SCHEMA", "DDL") for ops in op_counts.values() for op in ops):
-        if driver:
-            schema_rows = local_schema_rows
+    def collect_schema_rows(self) -> None:
+        """Schema changes (SCHEMA / DDL events), in event order (no job when the counts show none)."""
+        from pyspark.sql import functions as F
+
+        if not any(op in ("SCHEMA", "DDL") for ops in self.op_counts.values() for op in ops):
+            return
+        if self.driver:
+            self.schema_rows = self.local_schema_rows or []
         else:
-            found = events.where(F.col("op").isin("SCHEMA", "DDL")).select(*SCHEMA_EVENT_COLUMNS)
-            schema_rows = [r.asDict() for r in found.collect()]
-    state: dict[str, tuple[str, list[tuple[str, str]] | None, list[dict[str, Any]]]] = {}
+            found = self.events.where(F.col("op").isin("SCHEMA", "DDL")).select(*SCHEMA_EVENT_COLUMNS)
+            self.schema_rows = [r.asDict() for r in found.collect()]
 
-    def lookup(source_table: str):
-        name = spark_table_name(source_table, manifest.namespace)
-        if not spark.catalog.tableExists(name):
+    def _look_up(self, source_table: str) -> LakeState:
+        name = spark_table_name(source_table, self.manifest.namespace)
+        if not self.spark.catalog.tableExists(name):
             return name, None, []
-        return name, _columns_of(spark, name), _history_of(spark, name)
+        return name, _columns_of(self.spark, name), _history_of(self.spark, name)
 
-    def table_state(source_table: str):
-        if source_table not in state:
-            state[source_table] = lookup(source_table)
-        return state[source_table]
+    def table_state(self, source_table: str) -> LakeState:
+        """The lake table of ``source_table`` as it is before this batch (looked up once)."""
+        if source_table not in self.state:
+            self.state[source_table] = self._look_up(source_table)
+        return self.state[source_table]
 
-    # every table's lake state up front, side by side: catalog round trips that wait on the driver
-    wanted = sorted(
-        {t for t, s in per_table.items() if s["row_events"] or op_counts.get(t, {}).get("TRUNCATE")}
-        | {r["table"] for r in schema_rows if r["table"]}
-    )
-    if len(wanted) > 1:
-        with ThreadPoolExecutor(max_workers=min(LOOKUP_THREADS, len(wanted))) as pool:
-            state.update(zip(wanted, pool.map(lookup, wanted), strict=True))
-
-    for r in schema_rows:
-        r["ddl"] = json.loads(r["ddl"]) if r["ddl"] else None
-        r["meta"] = json.loads(r["meta"]) if r["meta"] else {}
-        if r["table"]:
-            table_state(r["table"])
-    from cdclake.schema.events import changes_from_events
-
-    def scd2(table: str) -> bool:
-        return table in manifest.scd2 or "*" in manifest.scd2
-
-    schema = changes_from_events(
-        schema_rows,
-        {t: cols for t, (_, cols, _) in state.items()},
-        {t: v for t, (_, _, hist) in state.items() if (v := _versions(hist)) is not None},
-        column_problem=lambda table, name, others: column_name_problem(name, others, scd2(table)),
-    )
-    for table in schema.changes:
-        table_state(table)
-
-    layouts: dict[str, Any] = {}
-    keyless: list[str] = []
-    unsafe: dict[str, dict[str, str]] = {}
-    changes_out: dict[str, Any] = {}
-    for source_table, stats in sorted(per_table.items()):
-        newest = stats["newest_event_ts"]
-        report["tables"][source_table] = {
-            "events": stats["events"],
-            "row_events": stats["row_events"],
-            "newest_event_ts": newest.isoformat() if newest else None,
-        }
-        has_truncate = op_counts.get(source_table, {}).get("TRUNCATE") or any(
-            t["table"] == source_table for t in schema.truncates
+    def look_up_lake_tables(self) -> None:
+        """Every table's lake state up front, side by side: catalog round trips that wait on the driver."""
+        wanted = sorted(
+            {t for t, s in self.per_table.items() if s["row_events"] or self.op_counts.get(t, {}).get("TRUNCATE")}
+            | {r["table"] for r in self.schema_rows if r["table"]}
         )
-        if not stats["row_events"] and not has_truncate:
-            continue  # only heartbeats, transaction markers, schema or DDL events: no lake table to write
-        name, existing, history = table_state(source_table)
-        policy = manifest.policy_for(source_table)
-        pending = schema.changes.get(source_table, [])
+        if len(wanted) > 1:
+            with ThreadPoolExecutor(max_workers=min(LOOKUP_THREADS, len(wanted))) as pool:
+                self.state.update(zip(wanted, pool.map(self._look_up, wanted), strict=True))
+
+    def scd2(self, table: str) -> bool:
+        return table in self.manifest.scd2 or "*" in self.manifest.scd2
+
+    def settle_schema_changes(self) -> None:
+        """The schema events as changes per table, against each table's lake columns."""
+        from cdclake.schema.events import changes_from_events
+
+        for r in self.schema_rows:
+            r["ddl"] = json.loads(r["ddl"]) if r["ddl"] else None
+            r["meta"] = json.loads(r["meta"]) if r["meta"] else {}
+            if r["table"]:
+                self.table_state(r["table"])
+        self.schema = changes_from_events(
+            self.schema_rows,
+            {t: cols for t, (_, cols, _) in self.state.items()},
+            {t: v for t, (_, _, hist) in self.state.items() if (v := _versions(hist)) is not None},
+            column_problem=lambda table, name, others: column_name_problem(name, others, self.scd2(table)),
+        )
+        for table in self.schema.changes:
+            self.table_state(table)
+
+    def build_layouts(self) -> None:
+        """The report's line per table, and the layout of every table with rows (or truncates) to write."""
+        for source_table, stats in sorted(self.per_table.items()):
+            newest = stats["newest_event_ts"]
+            self.report["tables"][source_table] = {
+                "events": stats["events"],
+                "row_events": stats["row_events"],
+                "newest_event_ts": newest.isoformat() if newest else None,
+            }
+            has_truncate = self.op_counts.get(source_table, {}).get("TRUNCATE") or any(
+                t["table"] == source_table for t in self.schema.truncates
+            )
+            if not stats["row_events"] and not has_truncate:
+                continue  # only heartbeats, transaction markers, schema or DDL events: no lake table to write
+            self.layouts[source_table] = self.layout_of(source_table, stats)
+
+    def layout_of(self, source_table: str, stats: dict[str, Any]) -> dict[str, Any]:
+        """One table's layout: its columns through the recorded and pending schema changes, new columns
+        under the table's policy, names the lake cannot hold left out, and why its rows cannot be written."""
+        _, existing, history = self.table_state(source_table)
+        policy = self.manifest.policy_for(source_table)
+        pending = self.schema.changes.get(source_table, [])
         applied = pending if policy == "evolve" else []
         cmap = column_map([*history, *applied])
         evolved = evolve_columns(existing, applied) if existing is not None else None
-        first_seen = {col: first for first, col, _, _ in seen.get(source_table, [])}
-        cols = [(col, kinds_, hint) for _, col, kinds_, hint in sorted(seen.get(source_table, []))]
+        seen = self.seen.get(source_table, [])
+        cols = [(col, kinds_, hint) for _, col, kinds_, hint in sorted(seen)]
         legacy = set(cmap.renames) | cmap.dropped
-        bad_columns = unsafe_columns([c for c, _, _ in cols], [n for n, _ in evolved or []], legacy, scd2(source_table))
+        bad_columns = unsafe_columns(
+            [c for c, _, _ in cols], [n for n, _ in evolved or []], legacy, self.scd2(source_table)
+        )
         if bad_columns:
-            unsafe[source_table] = bad_columns
+            self.unsafe[source_table] = bad_columns
             cols = [c for c in cols if c[0] not in bad_columns]
         current = {n for n, _ in evolved or []} | {c for c, _, _ in cols}
         current -= set(cmap.renames) | cmap.dropped
@@ -373,8 +443,8 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
             cols,
             evolved,
             stats["keys"],
-            manifest.keys.get(source_table) or manifest.keys.get("*"),
-            manifest.namespace,
+            self.manifest.keys.get(source_table) or self.manifest.keys.get("*"),
+            self.manifest.namespace,
         )
         if existing is not None and layout["new_columns"]:
             if policy == "ignore":
@@ -382,77 +452,74 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
                 layout["columns"] = [c for c in layout["columns"] if c[0] not in layout["new_columns"]]
                 layout["ignored_columns"], layout["new_columns"] = layout["new_columns"], []
             else:  # drift: a column first seen in records goes through the DDL step like any change
-                announced = {c.column for c in pending if c.kind == ADD_COLUMN}
-                types = dict(layout["columns"])
-                for col in layout["new_columns"]:
-                    if col in announced:
-                        continue
-                    seq, file, offset = (first_seen.get(col) or (None, None, None))[:3]
-                    pending = [
-                        *pending,
-                        SchemaChange(
-                            source_table,
-                            ADD_COLUMN,
-                            column=col,
-                            type=types[col],
-                            seq=seq,
-                            source_file=file,
-                            source_offset=offset,
-                            source_event=f"column {col} first seen in a record of {file} at offset {offset}",
-                        ),
-                    ]
-                schema.changes[source_table] = pending
+                first_seen = {col: first for first, col, _, _ in seen}
+                self.schema.changes[source_table] = _with_drift(source_table, layout, pending, first_seen)
         layout["column_map"] = cmap.to_dict()
         layout["policy"] = policy
-        layout["counts"] = op_counts.get(source_table, {})
-        layout["ddl_truncates"] = sum(1 for t in schema.truncates if t["table"] == source_table)
-        layout["scd2"] = scd2(source_table)
+        layout["counts"] = self.op_counts.get(source_table, {})
+        layout["ddl_truncates"] = sum(1 for t in self.schema.truncates if t["table"] == source_table)
+        layout["scd2"] = self.scd2(source_table)
         if bad_columns:
             layout["unsafe_columns"] = bad_columns
-        if not layout["keys"] and stats["row_events"]:
-            keyless.append(source_table)
-            layout["error"] = (
-                f"table {source_table} has no primary key: the format did not give one; declare it with "
-                f"--option keys=COL1,COL2 or in the source configuration (keys: {{{source_table}: [...]}})"
-            )
-        elif stats["row_events"] and any("," in k or column_name_problem(k) for k in layout["keys"]):
-            keyless.append(source_table)  # the table property cdclake.keys is a comma-separated list
-            layout["error"] = (
-                f"table {source_table}: primary-key column names {layout['keys']!r} cannot be stored (a comma, "
-                "or a name the lake refuses); rename the key columns at the source"
-            )
-        layouts[source_table] = layout
-    for source_table, changes in sorted(schema.changes.items()):
-        name, existing, _ = table_state(source_table)
-        changes_out[source_table] = {
-            "spark_name": name,
-            "exists": existing is not None,
-            "policy": manifest.policy_for(source_table),
-            "changes": [c.to_dict() for c in changes],
-        }
-    write_json_atomic(batch_dir / "schema_changes.json", changes_out)
-    if schema.rejects:
-        spark.createDataFrame(
-            [(r["error"], r["source_file"], r["source_offset"], None) for r in schema.rejects],
-            "error string, source_file string, source_offset bigint, raw binary",
-        ).write.mode("overwrite").parquet(str(batch_dir / "quarantine" / "ddl"))
-    report["ddl_rejected"] = len(schema.rejects)
-    report["schema_changes"] = sum(len(c["changes"]) for c in changes_out.values())
-    report["ddl_truncates"] = len(schema.truncates)
+        error = _key_error(source_table, layout["keys"]) if stats["row_events"] else None
+        if error:
+            self.keyless.append(source_table)
+            layout["error"] = error
+        return layout
 
-    if driver:
-        tableless = any(r["table"] is None and r["op"] in (*ROW_OPS, "TRUNCATE") for r in grouped)
-        if not (schema.truncates or keyless or unsafe or tableless):  # the change log the survey wrote stands
-            if linked:
-                publish_changelog(event_dir, batch_dir / "changelog")
-            return _finish(batch_dir, report, per_table, schema, heartbeat, layouts, 0)
-        if local is not None and local.whole is not None:
-            events = spark.createDataFrame(local.whole, event_ddl.replace(", error string, raw binary", ""))
-        else:  # quarantines or truncates to sort out: Spark's path from here, over the decoded files
-            events = spark.read.schema(event_ddl).parquet(str(event_dir)).drop("error", "raw")
-    row_events = events.where(F.col("op").isin(*ROW_OPS) | (F.col("op") == "TRUNCATE"))
-    if schema.truncates:  # TRUNCATE TABLE statements go to the truncate step with their seq
-        ddl_truncates = spark.createDataFrame(
+    def write_schema_changes(self) -> None:
+        """``schema_changes.json`` (what the DDL step applies), the rejected DDL events, and their counts."""
+        changes_out: dict[str, Any] = {}
+        for source_table, changes in sorted(self.schema.changes.items()):
+            name, existing, _ = self.table_state(source_table)
+            changes_out[source_table] = {
+                "spark_name": name,
+                "exists": existing is not None,
+                "policy": self.manifest.policy_for(source_table),
+                "changes": [c.to_dict() for c in changes],
+            }
+        write_json_atomic(self.batch_dir / "schema_changes.json", changes_out)
+        if self.schema.rejects:
+            self.spark.createDataFrame(
+                [(r["error"], r["source_file"], r["source_offset"], None) for r in self.schema.rejects],
+                "error string, source_file string, source_offset bigint, raw binary",
+            ).write.mode("overwrite").parquet(str(self.batch_dir / "quarantine" / "ddl"))
+        self.report["ddl_rejected"] = len(self.schema.rejects)
+        self.report["schema_changes"] = sum(len(c["changes"]) for c in changes_out.values())
+        self.report["ddl_truncates"] = len(self.schema.truncates)
+
+    def write_changelog(self) -> dict[str, Any]:
+        """The change log (the survey's stands when nothing is quarantined or truncated), the quarantine, then
+        the layouts and the report."""
+        from pyspark.sql import functions as F
+
+        if self.driver:
+            assert self.grouped is not None
+            tableless = any(r["table"] is None and r["op"] in (*ROW_OPS, "TRUNCATE") for r in self.grouped)
+            if not (self.schema.truncates or self.keyless or self.unsafe or tableless):
+                if self.linked:
+                    publish_changelog(self.event_dir, self.batch_dir / "changelog")
+                return self.finish(0)
+            if self.local is not None and self.local.whole is not None:
+                self.events = self.spark.createDataFrame(self.local.whole, self.row_ddl)
+            else:  # quarantines or truncates to sort out: Spark's path from here, over the decoded files
+                self.events = self.spark.read.schema(self.event_ddl).parquet(str(self.event_dir)).drop("error", "raw")
+        row_events = self.events.where(F.col("op").isin(*ROW_OPS) | (F.col("op") == "TRUNCATE"))
+        if self.schema.truncates:  # TRUNCATE TABLE statements go to the truncate step with their seq
+            row_events = row_events.unionByName(self.ddl_truncates(), allowMissingColumns=True)
+        good = row_events.where(~F.col("table").isin(*self.keyless)) if self.keyless else row_events
+        if self.unsafe:
+            good = good.where(_unsafe_reason(self.unsafe).isNull())
+        changelog = good.withColumn("_batch", F.lit(self.manifest.batch_id))
+        changelog.write.mode("overwrite").partitionBy("table").parquet(str(self.batch_dir / "changelog"))
+        if not any((self.batch_dir / "changelog").glob("table=*")):
+            # every row event quarantined: one empty file that still carries the schema for the readers
+            changelog.limit(0).write.mode("overwrite").parquet(str(self.batch_dir / "changelog"))
+        return self.finish(self.quarantine(row_events))
+
+    def ddl_truncates(self):
+        """The ``TRUNCATE TABLE`` statements as TRUNCATE events (a Spark frame)."""
+        return self.spark.createDataFrame(
             [
                 (
                     t["table"],
@@ -463,28 +530,24 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
                     t["source_file"],
                     t["source_offset"],
                 )
-                for t in schema.truncates
+                for t in self.schema.truncates
             ],
             "table string, op string, seq string, event_ts timestamp, meta string, source_file string, "
             "source_offset bigint",
         )
-        row_events = row_events.unionByName(ddl_truncates, allowMissingColumns=True)
-    good = row_events.where(~F.col("table").isin(*keyless)) if keyless else row_events
-    if unsafe:
-        good = good.where(_unsafe_reason(unsafe).isNull())
-    changelog = good.withColumn("_batch", F.lit(manifest.batch_id))
-    changelog.write.mode("overwrite").partitionBy("table").parquet(str(batch_dir / "changelog"))
-    if not any((batch_dir / "changelog").glob("table=*")):
-        # every row event quarantined: one empty file that still carries the schema for the readers
-        changelog.limit(0).write.mode("overwrite").parquet(str(batch_dir / "changelog"))
-    quarantined = 0
-    if keyless or unsafe:
+
+    def quarantine(self, row_events) -> int:
+        """The row events of keyless tables or with a column the lake cannot hold, with the reason; their count."""
+        from pyspark.sql import functions as F
+
+        if not (self.keyless or self.unsafe):
+            return 0
         error = F.lit(None).cast("string")
-        if keyless:
-            reasons = F.create_map(*[x for t in keyless for x in (F.lit(t), F.lit(layouts[t]["error"]))])
-            error = F.when(F.col("table").isin(*keyless), reasons[F.col("table")])
-        if unsafe:
-            error = F.coalesce(error, _unsafe_reason(unsafe))
+        if self.keyless:
+            reasons = F.create_map(*[x for t in self.keyless for x in (F.lit(t), F.lit(self.layouts[t]["error"]))])
+            error = F.when(F.col("table").isin(*self.keyless), reasons[F.col("table")])
+        if self.unsafe:
+            error = F.coalesce(error, _unsafe_reason(self.unsafe))
         bad = row_events.where(F.col("op").isin(*ROW_OPS)).select(
             error.alias("error"),
             "source_file",
@@ -492,22 +555,62 @@ def run(spark, batch_dir: str | Path) -> dict[str, Any]:
             F.to_json(F.struct("table", "op", "seq", "before", "after")).cast("binary").alias("raw"),
         )
         bad = bad.where(F.col("error").isNotNull())
-        bad.write.mode("overwrite").parquet(str(batch_dir / "quarantine" / "normalize"))
-        quarantined = spark.read.parquet(str(batch_dir / "quarantine" / "normalize")).count()
+        bad.write.mode("overwrite").parquet(str(self.batch_dir / "quarantine" / "normalize"))
+        return self.spark.read.parquet(str(self.batch_dir / "quarantine" / "normalize")).count()
 
-    return _finish(batch_dir, report, per_table, schema, heartbeat, layouts, quarantined)
+    def finish(self, quarantined: int) -> dict[str, Any]:
+        """The report's totals; the layouts and the report written (what the next steps read)."""
+        report, per_table = self.report, self.per_table
+        report["newest_heartbeat_ts"] = self.heartbeat.isoformat() if self.heartbeat else None
+        report["events"] = sum(r["events"] for r in per_table.values())
+        report["row_events"] = sum(r["row_events"] for r in per_table.values())
+        report["non_row_events"] = report["events"] - report["row_events"] - len(self.schema.rejects)
+        report["quarantined"] = quarantined + len(self.schema.rejects)
+        write_json_atomic(self.batch_dir / "tables.json", self.layouts)
+        write_report(self.batch_dir, "normalize", report)
+        return report
 
 
-def _finish(batch_dir: Path, report, per_table, schema, heartbeat, layouts, quarantined: int) -> dict[str, Any]:
-    """The report's totals; the layouts and the report written (what the next steps read)."""
-    report["newest_heartbeat_ts"] = heartbeat.isoformat() if heartbeat else None
-    report["events"] = sum(r["events"] for r in per_table.values())
-    report["row_events"] = sum(r["row_events"] for r in per_table.values())
-    report["non_row_events"] = report["events"] - report["row_events"] - len(schema.rejects)
-    report["quarantined"] = quarantined + len(schema.rejects)
-    write_json_atomic(batch_dir / "tables.json", layouts)
-    write_report(batch_dir, "normalize", report)
-    return report
+def _with_drift(
+    source_table: str, layout: dict[str, Any], pending: list[SchemaChange], first_seen: dict[str, Any]
+) -> list[SchemaChange]:
+    """``pending`` and an ADD COLUMN for each new column no schema change announced (drift: a column first seen
+    in records goes through the DDL step like any change), located where it was first seen."""
+    announced = {c.column for c in pending if c.kind == ADD_COLUMN}
+    types = dict(layout["columns"])
+    for col in layout["new_columns"]:
+        if col in announced:
+            continue
+        seq, file, offset = (first_seen.get(col) or (None, None, None))[:3]
+        pending = [
+            *pending,
+            SchemaChange(
+                source_table,
+                ADD_COLUMN,
+                column=col,
+                type=types[col],
+                seq=seq,
+                source_file=file,
+                source_offset=offset,
+                source_event=f"column {col} first seen in a record of {file} at offset {offset}",
+            ),
+        ]
+    return pending
+
+
+def _key_error(source_table: str, keys: list[str] | None) -> str | None:
+    """Why the row events of a table with these primary-key columns cannot be written (None: they can)."""
+    if not keys:
+        return (
+            f"table {source_table} has no primary key: the format did not give one; declare it with "
+            f"--option keys=COL1,COL2 or in the source configuration (keys: {{{source_table}: [...]}})"
+        )
+    if any("," in k or column_name_problem(k) for k in keys):  # the table property cdclake.keys is comma-separated
+        return (
+            f"table {source_table}: primary-key column names {keys!r} cannot be stored (a comma, "
+            "or a name the lake refuses); rename the key columns at the source"
+        )
+    return None
 
 
 def _kinds(events) -> list[Any]:
