@@ -402,93 +402,42 @@ def _json_kind(value: Any) -> str:
     return type(value).__name__
 
 
+#: What :func:`_convert_named` returns for a schema name it does not know (the schema type converts).
+_UNNAMED = object()
+
+
 def _convert(value: Any, schema: dict[str, Any], column: str, depth: int) -> Any:
     if value is None:
         return None
     if depth > MAX_CONNECT_SCHEMA_DEPTH:
         raise ConnectValueError(f"column {column}: the schema nests deeper than {MAX_CONNECT_SCHEMA_DEPTH} levels")
     kind, name = schema.get("type"), schema.get("name")
-
-    def wrong(expected: str) -> ConnectValueError:
-        label = f"{kind} ({name})" if isinstance(name, str) else str(kind)
-        return ConnectValueError(
-            f"column {column}: schema type {label} expects {expected}, "
-            f"the value is a JSON {_json_kind(value)} {_describe(value)}"
-        )
-
     if isinstance(name, str):
-        if name == CONNECT_DECIMAL:
-            try:
-                return decode_decimal(value, decimal_scale(schema), base64_text=kind == "bytes")
-            except ConnectValueError as exc:
-                raise ConnectValueError(f"column {column}: {exc}") from None
-        if name == VARIABLE_SCALE_DECIMAL:
-            try:
-                return decode_variable_scale_decimal(value)
-            except ConnectValueError as exc:
-                raise ConnectValueError(f"column {column}: {exc}") from None
-        if name in _INTEGER_LOGICAL and kind in _INT_TYPES:
-            number = _integer(value)
-            if number is None:
-                raise wrong("an integer")
-            logical_kind, units = _INTEGER_LOGICAL[name]
-            try:
-                return _integer_logical(logical_kind, number, units)
-            except ValueError as exc:
-                raise ConnectValueError(f"column {column}: {exc}") from None
-        if name in _STRING_LOGICAL and kind == "string":
-            if not isinstance(value, str):
-                raise wrong("a string")
-            logical_kind = _STRING_LOGICAL[name]
-            parsed = (
-                zoned_timestamp(value)
-                if logical_kind == "timestamp"
-                else zoned_time(value)
-                if logical_kind == "time"
-                else _iso_date(value)
-            )
-            if parsed is None:
-                raise ConnectValueError(f"column {column}: {value[:80]!r} is not a valid {name} value")
-            return parsed
-        if _VENDOR_DECIMAL.fullmatch(name):
-            try:
-                return _decimal_text(value) if isinstance(value, str) else _decimal_number(value)
-            except ConnectValueError as exc:
-                raise ConnectValueError(f"column {column}: {exc}") from None
-        if _VENDOR_TIMESTAMP.fullmatch(name):
-            parsed = None
-            if isinstance(value, str):
-                parsed = zoned_timestamp(value)
-                if parsed is None and value.strip().isdigit():
-                    parsed = timestamp_from_epoch(int(value), 1_000)
-            elif _integer(value) is not None:
-                parsed = timestamp_from_epoch(_integer(value), 1_000)  # type: ignore[arg-type]
-            if parsed is None:
-                raise ConnectValueError(f"column {column}: {_describe(value)} is not a timestamp ({name})")
-            return parsed
-
+        converted = _convert_named(value, kind, name, schema, column)
+        if converted is not _UNNAMED:
+            return converted
     if kind in _INT_TYPES:
         number = _integer(value)
         if number is None:
-            raise wrong("an integer")
+            raise _wrong(value, kind, name, column, "an integer")
         return number
     if kind in _FLOAT_TYPES:
         if isinstance(value, bool):
-            raise wrong("a number")
+            raise _wrong(value, kind, name, column, "a number")
         if isinstance(value, (int, Decimal)):
             return value
         if isinstance(value, float):
             return Decimal(repr(value))
         if isinstance(value, str) and value in _SPECIAL_FLOATS:
             return Decimal(_SPECIAL_FLOATS[value])
-        raise wrong("a number")
+        raise _wrong(value, kind, name, column, "a number")
     if kind == "boolean":
         if not isinstance(value, bool):
-            raise wrong("true or false")
+            raise _wrong(value, kind, name, column, "true or false")
         return value
     if kind == "string":
         if not isinstance(value, str):
-            raise wrong("a string")
+            raise _wrong(value, kind, name, column, "a string")
         if _source_decimal(schema):  # decimal.handling.mode=string with column.propagate.source.type
             number = _maybe_decimal_text(value.strip())
             if number is None:
@@ -497,16 +446,94 @@ def _convert(value: Any, schema: dict[str, Any], column: str, depth: int) -> Any
         return value
     if kind == "bytes":
         if not isinstance(value, str):
-            raise wrong("base64 text")
+            raise _wrong(value, kind, name, column, "base64 text")
         try:
             return base64.b64decode(value, validate=True)
         except (binascii.Error, ValueError):
             raise ConnectValueError(
                 f"column {column}: {_describe(value)} is not valid base64 (schema type bytes)"
             ) from None
+    return _convert_nested(value, kind, name, schema, column, depth)
+
+
+def _wrong(value: Any, kind: Any, name: Any, column: str, expected: str) -> ConnectValueError:
+    """The error for a JSON value of the wrong kind for its schema type."""
+    label = f"{kind} ({name})" if isinstance(name, str) else str(kind)
+    return ConnectValueError(
+        f"column {column}: schema type {label} expects {expected}, "
+        f"the value is a JSON {_json_kind(value)} {_describe(value)}"
+    )
+
+
+def _convert_named(value: Any, kind: Any, name: str, schema: dict[str, Any], column: str) -> Any:
+    """A value of a named (logical or vendor) schema; :data:`_UNNAMED` for a name the schema type converts."""
+    if name == CONNECT_DECIMAL:
+        try:
+            return decode_decimal(value, decimal_scale(schema), base64_text=kind == "bytes")
+        except ConnectValueError as exc:
+            raise ConnectValueError(f"column {column}: {exc}") from None
+    if name == VARIABLE_SCALE_DECIMAL:
+        try:
+            return decode_variable_scale_decimal(value)
+        except ConnectValueError as exc:
+            raise ConnectValueError(f"column {column}: {exc}") from None
+    if name in _INTEGER_LOGICAL and kind in _INT_TYPES:
+        number = _integer(value)
+        if number is None:
+            raise _wrong(value, kind, name, column, "an integer")
+        logical_kind, units = _INTEGER_LOGICAL[name]
+        try:
+            return _integer_logical(logical_kind, number, units)
+        except ValueError as exc:
+            raise ConnectValueError(f"column {column}: {exc}") from None
+    if name in _STRING_LOGICAL and kind == "string":
+        return _string_logical(value, kind, name, column)
+    if _VENDOR_DECIMAL.fullmatch(name):
+        try:
+            return _decimal_text(value) if isinstance(value, str) else _decimal_number(value)
+        except ConnectValueError as exc:
+            raise ConnectValueError(f"column {column}: {exc}") from None
+    if _VENDOR_TIMESTAMP.fullmatch(name):
+        return _vendor_timestamp(value, name, column)
+    return _UNNAMED
+
+
+def _string_logical(value: Any, kind: Any, name: str, column: str) -> str:
+    """A date, time or timestamp of a string logical type (``_STRING_LOGICAL``) as its canonical text."""
+    if not isinstance(value, str):
+        raise _wrong(value, kind, name, column, "a string")
+    logical_kind = _STRING_LOGICAL[name]
+    parsed = (
+        zoned_timestamp(value)
+        if logical_kind == "timestamp"
+        else zoned_time(value)
+        if logical_kind == "time"
+        else _iso_date(value)
+    )
+    if parsed is None:
+        raise ConnectValueError(f"column {column}: {value[:80]!r} is not a valid {name} value")
+    return parsed
+
+
+def _vendor_timestamp(value: Any, name: str, column: str) -> str:
+    """A vendor timestamp (``com.<vendor>.cdc.data.Timestamp``): text, or epoch milliseconds."""
+    parsed = None
+    if isinstance(value, str):
+        parsed = zoned_timestamp(value)
+        if parsed is None and value.strip().isdigit():
+            parsed = timestamp_from_epoch(int(value), 1_000)
+    elif _integer(value) is not None:
+        parsed = timestamp_from_epoch(_integer(value), 1_000)  # type: ignore[arg-type]
+    if parsed is None:
+        raise ConnectValueError(f"column {column}: {_describe(value)} is not a timestamp ({name})")
+    return parsed
+
+
+def _convert_nested(value: Any, kind: Any, name: Any, schema: dict[str, Any], column: str, depth: int) -> Any:
+    """A value of an array, map or struct schema, its items converted one level deeper; any other kind kept."""
     if kind == "array":
         if not isinstance(value, list):
-            raise wrong("an array")
+            raise _wrong(value, kind, name, column, "an array")
         items = schema.get("items")
         if not isinstance(items, dict):
             return value
@@ -519,10 +546,10 @@ def _convert(value: Any, schema: dict[str, Any], column: str, depth: int) -> Any
             return {k: _convert(v, values, f"{column}.{k}", depth + 1) for k, v in value.items()}
         if isinstance(value, list):  # maps with non-string keys: [[key, value], ...]
             return value
-        raise wrong("an object")
+        raise _wrong(value, kind, name, column, "an object")
     if kind == "struct":
         if not isinstance(value, dict):
-            raise wrong("an object")
+            raise _wrong(value, kind, name, column, "an object")
         fields = struct_fields(schema) or {}
         return {k: _convert(v, fields[k], f"{column}.{k}", depth + 1) if k in fields else v for k, v in value.items()}
     return value  # unknown schema type: kept as parsed
