@@ -2,6 +2,8 @@
 
 - :mod:`~cdclake.compaction.lake_tables`: the tables (current rows, change log, SCD2 history), their
   DDL and creation;
+- :mod:`~cdclake.compaction.fold`: the merge semantics' interface (:class:`Fold`) and every fold of it side by
+  side (:data:`FOLDS`: the reference, the driver's Arrow fold, the workers' Spark SQL fold, row state);
 - :mod:`~cdclake.compaction.routing`: which events a batch folds and on which worker (typing and keying
   column-wise through :mod:`~cdclake.compaction.arrow_typing`);
 - :mod:`~cdclake.compaction.folding`: what a merge means (the refold, SCD2 versions), Arrow in and out;
@@ -23,3 +25,20 @@
 
 ``cdclake.merge`` is the reference model of the semantics (DESIGN.md section 4).
 """
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from cdclake.compaction.fold import FOLDS, Fold, FoldSpec
+
+__all__ = ["FOLDS", "Fold", "FoldSpec"]
+
+
+def __getattr__(name: str) -> Any:
+    """``Fold``, ``FoldSpec`` and ``FOLDS`` from :mod:`~cdclake.compaction.fold`, imported when first asked for (a
+    module of this package imported alone does not load every fold, nor their numpy and native modules)."""
+    if name in __all__:
+        from cdclake.compaction import fold
+
+        return getattr(fold, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
