@@ -42,7 +42,7 @@ from cdclake.formats._gg_avro import codec_problem, ocf_header
 from cdclake.jobs.decode_pool import run_tasks
 from cdclake.lake.parquet_stats import intermediate_options
 from cdclake.options import Options
-from cdclake.registry import get_decoder
+from cdclake.registry import columnar_reader, get_decoder
 from cdclake.runtime.settings import Settings
 from cdclake.staging.batch import read_manifest, write_json_atomic, write_report
 from cdclake.staging.reading import GZIP_MAGIC, LandingFileError, content_size, open_staged, read_staged_bytes
@@ -89,12 +89,13 @@ def decode_items(
     ``("event", ChangeEvent, base)`` and ``("rejected", Rejected, base)`` (``base``: the piece's
     start, to add to the record's offset), then ``("skipped", (label, count, file), 0)``.
     ``columns``: runs of records a format reads as Arrow columns come as ``("columns", RecordBatch, base)``
-    (``Decoder.decode_columns``; the decode task's fast path).
+    (the format's ``registry.columnar_reader``, one for the whole run: the decode task's fast path).
 
     ``state_path``: where a stateful decoder keeps what it learnt between batches (e.g. Qlik
     metadata messages, which the source sends once, not with every file).
     """
     decoder = get_decoder(format_id, Options(options))
+    reader = columnar_reader(decoder) if columns else None
     ocf = piece_test(format_id, options) == OCF_BLOCKS
     if state_path and Path(state_path).exists():
         decoder.import_state(json.loads(Path(state_path).read_text())["state"])
@@ -109,7 +110,7 @@ def decode_items(
         # the decoder counted offsets from the first byte it was given: the piece's, or the OCF
         # header's put in front of it (``head`` bytes, which are the file's first bytes)
         base = start - head
-        for decoded in decoder.decode_columns(data, name) if columns and not head else decoder.decode(data, name):
+        for decoded in reader.read(data, name) if reader is not None and not head else decoder.decode(data, name):
             if type(decoded) is pa.RecordBatch:
                 yield "columns", decoded, base
                 continue
