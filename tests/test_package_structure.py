@@ -16,12 +16,12 @@ PACKAGE = Path(__file__).resolve().parents[1] / "cdclake"
 EXEMPT = ("bench",)
 
 #: Ceilings: lower them as the rework goes on; the issue's targets are in the comments.
-MAX_PRIVATE_IMPORTS = 17  # target 0
-MAX_CYCLES = 6  # target 0
+MAX_PRIVATE_IMPORTS = 0
+MAX_CYCLES = 0
 MAX_ROOT_MODULES = 15
 MAX_LONG_FUNCTIONS = 10  # target 0
 LONG_FUNCTION_LINES = 100
-MAX_COLUMNAR_TWINS = 5  # target 0
+MAX_COLUMNAR_TWINS = 4  # target 0
 
 
 @dataclass
