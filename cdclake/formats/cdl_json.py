@@ -40,6 +40,7 @@ import binascii
 import datetime as dt
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
@@ -119,93 +120,121 @@ class CdlJsonDecoder(Decoder):
                 yield item.reject(str(exc))
 
     def _message(self, record: JsonRecord) -> ChangeEvent:
-        message = record.value
-        if not isinstance(message, dict):
-            raise RecordError(f"record is a JSON {json_kind(message)}, not an object")
-        if "payload" in message and "OPERATION" not in message:
-            payload, schema = message["payload"], message.get("schema")
-        else:
-            payload, schema = message, None  # a bare payload
-        if payload is None:
-            raise RecordError("payload is null (a Kafka tombstone?); CDL JSON messages always carry a payload")
-        if not isinstance(payload, dict):
-            raise RecordError(f"payload must be a JSON object, not a JSON {json_kind(payload)}")
-        version = payload.get("message_version")
-        if version is not None and str(version) != "1.0":
-            if str(version) == "2.0":
-                raise RecordError(
-                    "message_version 2.0 is open-source Debezium JSON: decode it with --format debezium-json"
-                )
-            raise RecordError(f"message_version {short(version)} is not CDL JSON 1.0")
-
-        op_text = payload.get("OPERATION")
-        op = OPS.get(op_text) if isinstance(op_text, str) else None
-        if op is None:
-            raise RecordError(f"unknown OPERATION {short(op_text)}; CDL JSON operations are INSERT, UPDATE, DELETE")
-
-        owner, name = payload.get("SEG_OWNER"), payload.get("TABLE_NAME")
-        for member, value in (("SEG_OWNER", owner), ("TABLE_NAME", name)):
-            if value is not None and not isinstance(value, str):
-                raise RecordError(f"{member} must be a string, not a JSON {json_kind(value)}")
-        source_table = f"{owner}.{name}" if owner and name else name or None
-        table = self.table_override or source_table or (NO_TABLE if op == "HEARTBEAT" else None)
-        if not table:
-            raise RecordError("record names no table (TABLE_NAME missing or empty); set --option table=NAME")
-        if self.heartbeat_table and source_table and source_table.lower() == self.heartbeat_table:
-            op = "HEARTBEAT"
-
-        event_ts, properties, seq, seq_from, tx_id = position(payload)
-
-        unique = payload.get("unique")
-        if unique is not None and not isinstance(unique, dict):
-            raise RecordError(f"unique must be a JSON object of key columns, not a JSON {json_kind(unique)}")
-        keys = self.keys or (list(unique) if unique else None)
-
+        payload, schema = _payload(record.value)
+        env = envelope(self, payload)
         fields, kept, hints = kc.memoized("cdl-plan", schema_plan, schema)
-        images: dict[str, dict[str, Any] | None] = {}
-        for member in ("before", "data"):
-            image = payload.get(member)
-            if image is not None and not isinstance(image, dict):
-                raise RecordError(f"{member} must be a JSON object of column values, not a JSON {json_kind(image)}")
-            if image is not None:
-                specs, plain = fields.get(member, {}), kept.get(member, {})
-                image = {
-                    col: value
-                    if value is None or type(value) in plain.get(col, ())
-                    else connect_value(col, member, specs.get(col), value)
-                    for col, value in image.items()
-                }
-            images[member] = image
-        before, after = images["before"], images["data"]
-        hints = dict(hints)
-
-        meta = message_meta(payload, properties, unique, seq_from, hints)
-
-        if op == "INSERT" and after is None:
-            raise RecordError("INSERT message has no data (after image)")
-        if op == "UPDATE" and after is None:
-            raise RecordError("UPDATE message has no data (after image)")
-        if op == "DELETE":
-            if before is None and unique:
-                before = {
-                    col: connect_value(col, "unique", fields.get("data", {}).get(col), v) for col, v in unique.items()
-                }
-                meta["before_from_unique"] = True
-            if before is None:
-                raise RecordError("DELETE message has neither a before image nor unique key values")
+        before, after = (_image(env, member, fields, kept) for member in ("before", "data"))
+        if hints:
+            env.meta["column_types"] = dict(hints)
+        check_images(env.op, before, after, env.unique)
+        if env.op == "DELETE":
+            if before is None:  # a delete keyed by ``unique`` (check_images: it has one)
+                data_fields = fields.get("data", {})
+                before = {col: connect_value(col, "unique", data_fields.get(col), v) for col, v in env.unique.items()}
+                env.meta["before_from_unique"] = True
             after = None
         return ChangeEvent(
-            table=table,
-            op=op,
-            seq=seq,
-            event_ts=event_ts,
+            table=env.table,
+            op=env.op,
+            seq=env.seq,
+            event_ts=env.event_ts,
             source=record.source,
-            tx_id=tx_id,
-            keys=keys,
+            tx_id=env.tx_id,
+            keys=env.keys,
             before=before,
             after=after,
-            meta=meta,
+            meta=env.meta,
         )
+
+
+def _payload(message: Any) -> tuple[dict[str, Any], Any]:
+    """(payload, schema) of a message: a Kafka Connect envelope or a bare payload (RecordError: neither)."""
+    if not isinstance(message, dict):
+        raise RecordError(f"record is a JSON {json_kind(message)}, not an object")
+    if "payload" in message and "OPERATION" not in message:
+        payload, schema = message["payload"], message.get("schema")
+    else:
+        payload, schema = message, None  # a bare payload
+    if payload is None:
+        raise RecordError("payload is null (a Kafka tombstone?); CDL JSON messages always carry a payload")
+    if not isinstance(payload, dict):
+        raise RecordError(f"payload must be a JSON object, not a JSON {json_kind(payload)}")
+    return payload, schema
+
+
+@dataclass(slots=True)
+class Envelope:
+    """What a CDL payload says apart from its images' values (:func:`envelope`)."""
+
+    table: str
+    op: str
+    seq: str
+    event_ts: dt.datetime
+    tx_id: str | None
+    keys: list[str] | None
+    unique: dict[str, Any] | None
+    #: the images as the payload holds them (``before``; ``data``, the after image)
+    images: dict[str, Any]
+    #: ``meta`` without the schema's ``column_types`` (:func:`message_meta`)
+    meta: dict[str, Any]
+
+
+def envelope(decoder: CdlJsonDecoder, payload: dict[str, Any]) -> Envelope:
+    """The format's envelope rules, for both the reference and the columnar path: version, operation, table
+    (``SEG_OWNER.TABLE_NAME``; the heartbeat table's rows are heartbeats), position, keys (``unique``) and meta.
+    RecordError: a payload these rules refuse."""
+    version = payload.get("message_version")
+    if version is not None and str(version) != "1.0":
+        if str(version) == "2.0":
+            raise RecordError("message_version 2.0 is open-source Debezium JSON: decode it with --format debezium-json")
+        raise RecordError(f"message_version {short(version)} is not CDL JSON 1.0")
+    op_text = payload.get("OPERATION")
+    op = OPS.get(op_text) if isinstance(op_text, str) else None
+    if op is None:
+        raise RecordError(f"unknown OPERATION {short(op_text)}; CDL JSON operations are INSERT, UPDATE, DELETE")
+    owner, name = payload.get("SEG_OWNER"), payload.get("TABLE_NAME")
+    for member, value in (("SEG_OWNER", owner), ("TABLE_NAME", name)):
+        if value is not None and not isinstance(value, str):
+            raise RecordError(f"{member} must be a string, not a JSON {json_kind(value)}")
+    source_table = f"{owner}.{name}" if owner and name else name or None
+    table = decoder.table_override or source_table or (NO_TABLE if op == "HEARTBEAT" else None)
+    if not table:
+        raise RecordError("record names no table (TABLE_NAME missing or empty); set --option table=NAME")
+    if decoder.heartbeat_table and source_table and source_table.lower() == decoder.heartbeat_table:
+        op = "HEARTBEAT"
+    event_ts, properties, seq, seq_from, tx_id = position(payload)
+    unique = payload.get("unique")
+    if unique is not None and not isinstance(unique, dict):
+        raise RecordError(f"unique must be a JSON object of key columns, not a JSON {json_kind(unique)}")
+    keys = decoder.keys or (list(unique) if unique else None)
+    images = {"before": payload.get("before"), "data": payload.get("data")}
+    meta = message_meta(payload, properties, unique, seq_from, {})
+    return Envelope(table, op, seq, event_ts, tx_id, keys, unique, images, meta)
+
+
+def check_images(op: str, before: Any, after: Any, unique: Any = None) -> None:
+    """Which images an operation needs: INSERT and UPDATE an after image (``data``); DELETE a before image, or
+    ``unique`` key values to build one from (``unique``: checked only where given)."""
+    if op in ("INSERT", "UPDATE") and after is None:
+        raise RecordError(f"{op} message has no data (after image)")
+    if op == "DELETE" and before is None and not unique:
+        raise RecordError("DELETE message has neither a before image nor unique key values")
+
+
+def _image(env: Envelope, member: str, fields: dict[str, Any], kept: dict[str, Any]) -> dict[str, Any] | None:
+    """One image's values by the schema's fields (``connect_value``; values of a type kept as they are)."""
+    image = env.images[member]
+    if image is None:
+        return None
+    if not isinstance(image, dict):
+        raise RecordError(f"{member} must be a JSON object of column values, not a JSON {json_kind(image)}")
+    specs, plain = fields.get(member, {}), kept.get(member, {})
+    return {
+        col: value
+        if value is None or type(value) in plain.get(col, ())
+        else connect_value(col, member, specs.get(col), value)
+        for col, value in image.items()
+    }
 
 
 # --- envelope members ---------------------------------------------------------------------------

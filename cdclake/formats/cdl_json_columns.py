@@ -4,9 +4,10 @@ The same design as Debezium JSON's (:mod:`.debezium_json_columns`, docs/decision
 as columns"), for CDL's Kafka Connect envelope: one compact ``{"schema", "payload"}`` record per line,
 UTF-8, the payload members CDL writes in the order it writes them. msgspec reads a span in one C call,
 each schema block is worked out once per distinct text (the reference's ``schema_plan``), each image
-value is kept as its JSON text where the reference keeps the parsed value (``cdl_json._kept_types``),
-else converted by the reference's ``connect_value``; the scalars and ``meta`` come from the reference's own
-``position`` and ``message_meta``.
+value is kept as its JSON text where the reference keeps the parsed value (``cdl_json.kept_types``),
+else converted by the reference's ``connect_value``. Every scalar and ``meta`` come from the format's one
+statement of its envelope (``cdl_json.envelope``, and ``check_images`` for which images an operation needs):
+this module holds no envelope rule of its own, only where the path stops (the list below).
 
 Left to the reference (from the first span holding one): anything it rejects, heartbeats (``OPERATION``
 ``HEARTBEAT`` or the heartbeat table), a delete without a before image or with a data image, a bare
@@ -29,11 +30,10 @@ from cdclake.formats._datahub import RecordError
 from cdclake.formats.cdl_json import (
     CHECKED_TYPES,
     CONNECT,
-    OPS,
+    check_images,
     connect_value,
+    envelope,
     kept_types,
-    message_meta,
-    position,
     schema_plan,
 )
 from cdclake.formats.columnar import (
@@ -132,7 +132,7 @@ def _batch(
     split: bool,
     file: str,
 ) -> pa.RecordBatch | None:
-    """The span's rows: scalars record by record (``CdlJsonDecoder._message``'s rules), image values a
+    """The span's rows: scalars record by record (the format's own ``envelope``), image values a
     column at a time (None: outside the shape). ``schemas``: each record's schema block
     (``columnar.schema_texts``). ``split``: the images were read as ``Raw`` texts, split in C
     (``columnar.image_array``)."""
@@ -149,42 +149,30 @@ def _batch(
         for image in _IMAGES if split else ():
             if image in payload:
                 payload[image] = image_or_none(payload[image])
-        version = payload.get("message_version")
-        op_text = payload.get("OPERATION")
-        op = OPS.get(op_text) if type(op_text) is str else None
-        if plan is None or (version is not None and str(version) != "1.0") or op is None or op == "HEARTBEAT":
-            return None
-        owner, name = payload.get("SEG_OWNER"), payload.get("TABLE_NAME")
-        if any(v is not None and type(v) is not str for v in (owner, name)):
-            return None
-        source_table = f"{owner}.{name}" if owner and name else name or None
-        table = decoder.table_override or source_table
-        if not table or (decoder.heartbeat_table and source_table and source_table.lower() == decoder.heartbeat_table):
+        if plan is None:
             return None
         try:
-            event_ts, properties, seq, seq_from, tx_id = position(payload)
+            env = envelope(decoder, payload)
+            check_images(env.op, *env.images.values())  # a delete keyed by ``unique`` alone: the reference's
         except RecordError:
             return None
-        unique = payload.get("unique")
-        before, after = payload.get("before"), payload.get("data")
-        if (unique is not None and type(unique) is not dict) or (after is None if op != "DELETE" else before is None):
-            return None
-        if op == "DELETE" and after is not None:
+        if env.op == "HEARTBEAT" or (env.op == "DELETE" and env.images["data"] is not None):
             return None  # the reference converts, then drops, the data image of a delete
+        unique = env.unique
         plans.append(plan)
-        tables.append(table)
-        ops.append(op)
-        seqs.append(seq)
-        stamps.append(event_ts)
-        tx_ids.append(tx_id)
+        tables.append(env.table)
+        ops.append(env.op)
+        seqs.append(env.seq)
+        stamps.append(env.event_ts)
+        tx_ids.append(env.tx_id)
         if decoder.keys or not unique:
             keys.append(decoder.keys or None)
         else:  # one list object per distinct key list: the column converts each once (``repeated_values``)
             names = tuple(unique)
             keys.append(key_lists.get(names) or key_lists.setdefault(names, list(names)))
-        metas.append(joined_text(meta_text(message_meta(payload, properties, unique, seq_from, {})), plan.hints_text))
-        befores.append(before)
-        afters.append(after)
+        metas.append(joined_text(meta_text(env.meta), plan.hints_text))
+        befores.append(env.images["before"])
+        afters.append(env.images["data"])
     try:
         arrays = {}
         for name, images in (("before", befores), ("data", afters)):
