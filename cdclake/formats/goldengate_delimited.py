@@ -71,6 +71,8 @@ _INCLUDE_DEFAULTS = {
 #: Misspellings printed in the vendor doc (Table 6-1, §6.2.6) accepted as aliases.
 _ALIASES = {"iso8601Forma": "iso8601Format", "kevValuePairDelimiter": "keyValuePairDelimiter"}
 _PK_MODES = ("abend", "update", "delete-insert")
+#: The order of an event's meta keys.
+_META_ORDER = ("pos", "seq_from", "op_ts", "current_ts", "tokens", "column_types")
 
 
 @dataclass(slots=True)
@@ -218,87 +220,36 @@ class GoldenGateDelimitedDecoder(Decoder):
     # --- one record ---------------------------------------------------------------------------
 
     def _record(self, record: str, source: Source, raw: bytes, where: str) -> _Record | Rejected:
-        def reject(reason: str) -> Rejected:
-            return Rejected(f"{where}: {reason}", source, raw)
-
         fields = record.split(self.field_delimiter)
         n_meta = len(self.meta_fields)
         if len(fields) < n_meta:
-            labels = ", ".join(label for _, label in self.meta_fields)
-            return reject(
-                f"record has {len(fields)} fields, fewer than the {n_meta} metadata fields the options announce"
-                f" ({labels}); check fieldDelimiter={self.field_delimiter!r}"
-            )
+            return Rejected(f"{where}: {self._too_few_fields(len(fields))}", source, raw)
         meta_values = dict(zip((opt for opt, _ in self.meta_fields), fields, strict=False))
         values = fields[n_meta:]
         meta: dict[str, object] = {}
-
-        op: str | None = "UPSERT"
-        if self.include["includeOpType"]:
-            op_key = meta_values["includeOpType"]
-            op = self.op_keys.op(op_key)
-            if op is None:
-                return reject(
-                    f"unknown op type {op_key[:80]!r} in field 1; the configured op keys are {self.op_keys.help}"
-                )
-        table = self.table_override or meta_values.get("includeTableName")
-        if not table:
-            return reject("empty table name field")
-        op_ts = meta_values.get("includeOpTimestamp")
-        event_ts = None
-        if op_ts is not None:
-            event_ts = parse_ts(op_ts)
-            if event_ts is None:
-                return reject(f"op timestamp {op_ts[:80]!r} is not a timestamp like 'YYYY-MM-DD HH:MM:SS.ffffff'")
-            meta["op_ts"] = op_ts
-        current_ts = meta_values.get("includeCurrentTimestamp")
-        if current_ts is not None:
-            meta["current_ts"] = current_ts
-        pos = meta_values.get("includePosition")
-        if pos is not None:
-            if not pos:
-                return reject("empty position field: GoldenGate records need pos for ordering")
-            seq: str | None = pos_to_seq(pos)
-            meta["pos"] = pos
-        else:
-            seq = format_ts(event_ts)  # commit time; ties keep file order (see docs)
-            if seq is not None:
-                meta["seq_from"] = "op_ts"
-        layout = self._layout(table, values)
-        if layout is None and op != "TRUNCATE":  # a truncate needs no columns
-            layout = (
-                f"no columns known for table {table}: the delimited format carries no column names; give them"
-                f" with columns={table}(COL:type,...), or schemaDir=DIR holding {table}.avsc, or set"
-                " includeColumnNames=true in the writer and here"
-            )
+        envelope = self._envelope(meta_values, meta)
+        if isinstance(envelope, str):
+            return Rejected(f"{where}: {envelope}", source, raw)
+        op, table, event_ts, seq, pos = envelope
+        layout = self._record_layout(table, values, op)
         if isinstance(layout, str):
-            return reject(layout)
+            return Rejected(f"{where}: {layout}", source, raw)
         tokens_text = meta_values.get("includeTokens")
         if tokens_text is not None:
             tokens = parse_tokens(tokens_text, self.kv_delimiter, self.pair_delimiter)
             if isinstance(tokens, str):
-                return reject(tokens)
+                return Rejected(f"{where}: {tokens}", source, raw)
             meta["tokens"] = tokens
         image: dict[str, object] = {}
         if layout is not None:
-            column_values = values[1::2] if self.include_names else values
-            for column, text in zip(layout.columns, column_values, strict=True):
-                if text == self.missing_repr:
-                    continue
-                if text == self.null_repr:
-                    image[column.name] = None
-                    continue
-                try:
-                    image[column.name] = typed(text, column)
-                except ValueError as exc:
-                    return reject(str(exc))
+            problem = self._image(image, layout, values)
+            if problem is not None:
+                return Rejected(f"{where}: {problem}", source, raw)
             types = layout.types()
             if types:
                 meta["column_types"] = types
         keys = self.keys or (layout.keys() if layout is not None else None) or None
-        order = ("pos", "seq_from", "op_ts", "current_ts", "tokens", "column_types")
-        meta = {name: meta[name] for name in order if name in meta}
-
+        meta = {name: meta[name] for name in _META_ORDER if name in meta}
         before = after = None
         if op == "DELETE":
             before = image
@@ -321,6 +272,77 @@ class GoldenGateDelimitedDecoder(Decoder):
             if announced is not None:
                 events.append(announced)
         return _Record(events, row, raw, pos)
+
+    def _too_few_fields(self, count: int) -> str:
+        labels = ", ".join(label for _, label in self.meta_fields)
+        return (
+            f"record has {count} fields, fewer than the {len(self.meta_fields)} metadata fields the options announce"
+            f" ({labels}); check fieldDelimiter={self.field_delimiter!r}"
+        )
+
+    def _envelope(
+        self, meta_values: dict[str, str], meta: dict[str, object]
+    ) -> tuple[str | None, str, str | None, str | None, str | None] | str:
+        """The record's (op, table, event_ts, seq, pos) from its metadata fields, which go into ``meta``;
+        a str saying why the record is rejected."""
+        op: str | None = "UPSERT"
+        if self.include["includeOpType"]:
+            op_key = meta_values["includeOpType"]
+            op = self.op_keys.op(op_key)
+            if op is None:
+                return f"unknown op type {op_key[:80]!r} in field 1; the configured op keys are {self.op_keys.help}"
+        table = self.table_override or meta_values.get("includeTableName")
+        if not table:
+            return "empty table name field"
+        op_ts = meta_values.get("includeOpTimestamp")
+        event_ts = None
+        if op_ts is not None:
+            event_ts = parse_ts(op_ts)
+            if event_ts is None:
+                return f"op timestamp {op_ts[:80]!r} is not a timestamp like 'YYYY-MM-DD HH:MM:SS.ffffff'"
+            meta["op_ts"] = op_ts
+        current_ts = meta_values.get("includeCurrentTimestamp")
+        if current_ts is not None:
+            meta["current_ts"] = current_ts
+        pos = meta_values.get("includePosition")
+        if pos is not None:
+            if not pos:
+                return "empty position field: GoldenGate records need pos for ordering"
+            seq: str | None = pos_to_seq(pos)
+            meta["pos"] = pos
+        else:
+            seq = format_ts(event_ts)  # commit time; ties keep file order (see docs)
+            if seq is not None:
+                meta["seq_from"] = "op_ts"
+        return op, table, event_ts, seq, pos
+
+    def _record_layout(self, table: str, values: list[str], op: str | None) -> Layout | str | None:
+        """The record's columns (None: a truncate, which needs none); a str saying why there are none that fit."""
+        layout = self._layout(table, values)
+        if layout is None and op != "TRUNCATE":  # a truncate needs no columns
+            return (
+                f"no columns known for table {table}: the delimited format carries no column names; give them"
+                f" with columns={table}(COL:type,...), or schemaDir=DIR holding {table}.avsc, or set"
+                " includeColumnNames=true in the writer and here"
+            )
+        return layout
+
+    def _image(self, image: dict[str, object], layout: Layout, values: list[str]) -> str | None:
+        """The column fields into ``image`` (NULL: None, missing: no key); the reason of a value that is not
+        of its column's type."""
+        column_values = values[1::2] if self.include_names else values
+        missing_repr, null_repr = self.missing_repr, self.null_repr
+        for column, text in zip(layout.columns, column_values, strict=True):
+            if text == missing_repr:
+                continue
+            if text == null_repr:
+                image[column.name] = None
+                continue
+            try:
+                image[column.name] = typed(text, column)
+            except ValueError as exc:
+                return str(exc)
+        return None
 
     def _layout(self, table: str, values: list[str]) -> Layout | str | None:
         """The record's columns; None when nothing gives them; a str saying why they do not fit."""
