@@ -57,12 +57,13 @@ import logging
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cdclake.compaction.affected import Affected, find_affected
 from cdclake.compaction.batch_rows import RoutedBatch, Target, append_to_log, route_batch
-from cdclake.compaction.commit import commit_fold
+from cdclake.compaction.commit import CommitInput, commit_fold, plan_commits
 from cdclake.compaction.driver_merge import Folded, fold_in_driver
 from cdclake.compaction.lake_tables import HISTORY_SUFFIX, ensure_tables
 from cdclake.compaction.lineage import (
@@ -80,6 +81,9 @@ from cdclake.lake.tables import BATCH_PROPERTY
 from cdclake.runtime.faults import fault_point
 from cdclake.schema.evolution import ColumnMap
 
+if TYPE_CHECKING:
+    from cdclake.jobs.layout import TableLayout
+
 logger = logging.getLogger(__name__)
 
 
@@ -88,23 +92,60 @@ def compact_table(
     batch_dir: Path,
     batch_id: str,
     source_table: str,
-    layout: dict[str, Any],
+    layout: TableLayout,
     default_buckets: int,
     full_refresh: bool = False,
-    attempt: int = 1,
 ) -> dict[str, Any]:
-    """Apply the batch's events of ``source_table`` to its lake table (see the module docstring); returns
-    the table's report entry."""
+    """Apply the batch's events of ``source_table`` to its lake table (see the module docstring): route, affected
+    keys, fold, commit; a commit that loses a race to another is folded again from a fresh read, up to
+    ``COMMIT_ATTEMPTS`` times. Returns the table's report entry."""
+    attempt = 1
+    while True:
+        target = _target(spark, source_table, layout, default_buckets)
+        entry = _compact_once(
+            spark, batch_dir, batch_id, source_table, layout, target, full_refresh, last=attempt >= COMMIT_ATTEMPTS
+        )
+        if entry is not None:
+            return entry
+        logger.warning(
+            "compact %s, batch %s: another commit changed its buckets since it was read (attempt %d of %d); "
+            "re-reading the table and folding again",
+            target.name,
+            batch_id,
+            attempt,
+            COMMIT_ATTEMPTS,
+        )
+        for table in [target.name, target.log_name] + ([target.name + HISTORY_SUFFIX] if target.scd2 else []):
+            spark.catalog.refreshTable(table)  # what is committed now, e.g. by a zombie run of this batch
+        attempt += 1
+
+
+def _target(spark, source_table: str, layout: TableLayout, default_buckets: int) -> Target:
+    """The lake table of ``source_table`` (created, or its new columns added, first)."""
     buckets = ensure_tables(spark, source_table, layout, default_buckets)
-    target = Target(
-        name=layout["spark_name"],
-        keys=layout["keys"],
-        columns=[tuple(c) for c in layout["columns"]],
+    return Target(
+        name=layout.spark_name,
+        keys=list(layout.keys or ()),
+        columns=list(layout.columns),
         buckets=buckets,
-        cmap=ColumnMap.from_dict(layout.get("column_map")),
-        identifier=layout["identifier"],
-        scd2=bool(layout.get("scd2")),
+        cmap=ColumnMap.from_dict(layout.column_map),
+        identifier=layout.identifier,
+        scd2=layout.scd2,
     )
+
+
+def _compact_once(
+    spark,
+    batch_dir: Path,
+    batch_id: str,
+    source_table: str,
+    layout: TableLayout,
+    target: Target,
+    full_refresh: bool,
+    last: bool,
+) -> dict[str, Any] | None:
+    """One attempt of :func:`compact_table`: its report entry, or None where its commit lost a race (unless
+    ``last``: then the conflict is raised)."""
     name = target.name
     drop_branch(spark, name, branch_name(batch_id))  # an unpublished merge of a crashed attempt
     main_done = batch_id in snapshot_info(spark, name) and not full_refresh
@@ -121,52 +162,87 @@ def compact_table(
         affected = find_affected(spark, target, batch, batch_id, full_refresh, main_done, log_pending=log_pending)
         if not affected.buckets:
             return {"status": "no-change", "applied": 0, "stale": 0, "quarantined": batch.quarantined}
-        mode, rewrite_buckets = _mode(spark, target, affected, main_done)
         # 3. the fold: in the driver when its inputs are small (known after one bounded read each), else on workers
-        folded = _fold_in_driver(spark, batch_id, target, batch, affected, mode, rewrite_buckets, main_done)
-        if folded is None and (affected.in_order or affected.log is None):
-            # the driver's bounds do not hold the other keys' logs: the workers refold every key from its log,
-            # those row state would have folded onto their rows too (their linked keys searched as well); the
-            # log is read, so its append is waited for
-            if log_pending is not None:
-                log_pending()
-            affected = find_affected(spark, target, batch, batch_id, full_refresh, main_done, row_state=False)
-            mode, rewrite_buckets = _mode(spark, target, affected, main_done)
-        if folded is None:
-            folded = _fold_on_workers_of(spark, batch_dir, batch_id, layout, target, affected, mode, rewrite_buckets)
-        fold = "driver" if folded.in_driver else "workers"
-        if affected.in_order:
-            fold += f", {len(affected.in_order)} keys onto their rows"
+        merge = _fold(spark, batch_dir, batch_id, layout, target, batch, affected, full_refresh, main_done, log_pending)
     # the log's append is committed here (``appending_beside`` waits for it): always before the table's commit
 
     # 4. one commit carrying the batch id and its counts
+    return _commit(spark, batch_dir, batch_id, target, batch, merge, main_done, last)
+
+
+@dataclass
+class Merge:
+    """A batch's fold and what it was folded for: the affected keys, the merge mode and the buckets it rewrites."""
+
+    affected: Affected
+    mode: str
+    rewrite_buckets: list[int]
+    folded: Folded
+
+    @property
+    def fold(self) -> str:
+        """Where it folded, for the report's ``fold``."""
+        fold = "driver" if self.folded.in_driver else "workers"
+        if self.affected.in_order:
+            fold += f", {len(self.affected.in_order)} keys onto their rows"
+        return fold
+
+
+def _fold(
+    spark,
+    batch_dir: Path,
+    batch_id: str,
+    layout: TableLayout,
+    target: Target,
+    batch: RoutedBatch,
+    affected: Affected,
+    full_refresh: bool,
+    main_done: bool,
+    log_pending: Callable[[], None] | None,
+) -> Merge:
+    """The fold: in the driver where its inputs fit, else on the workers (every key then refolded from its log)."""
+    mode, rewrite_buckets = _mode(spark, target, affected, main_done)
+    folded = _fold_in_driver(spark, batch_id, target, batch, affected, mode, rewrite_buckets, main_done)
+    if folded is None and (affected.in_order or affected.log is None):
+        # the driver's bounds do not hold the other keys' logs: the workers refold every key from its log,
+        # those row state would have folded onto their rows too (their linked keys searched as well); the
+        # log is read, so its append is waited for
+        if log_pending is not None:
+            log_pending()
+        affected = find_affected(spark, target, batch, batch_id, full_refresh, main_done, row_state=False)
+        mode, rewrite_buckets = _mode(spark, target, affected, main_done)
+    if folded is None:
+        folded = _fold_on_workers_of(spark, batch_dir, batch_id, layout, target, affected, mode, rewrite_buckets)
+    return Merge(affected, mode, rewrite_buckets, folded)
+
+
+def _commit(
+    spark,
+    batch_dir: Path,
+    batch_id: str,
+    target: Target,
+    batch: RoutedBatch,
+    merge: Merge,
+    main_done: bool,
+    last: bool,
+) -> dict[str, Any] | None:
+    """Commit the fold (``commit.plan_commits`` picks how) with the batch id and its counts; the report entry, or
+    None where another commit changed the buckets since they were read (unless ``last``: then it raises)."""
+    affected, folded = merge.affected, merge.folded
     counts = {**folded.stats, "quarantined": batch.quarantined}
     properties = {BATCH_PROPERTY: batch_id, COUNTS_PROPERTY: json.dumps(counts, sort_keys=True)}
     if affected.truncate_seq:
         properties["cdclake.truncate-watermark"] = affected.truncate_seq
     fault_point("compact:before-commit")
+    history_dir = batch_dir / "history" / target.identifier
+    plan = plan_commits(target, affected, folded, merge.mode, merge.rewrite_buckets, main_done, history_dir)
     try:
-        history_dir = batch_dir / "history" / layout["identifier"]
-        fold += commit_fold(
-            spark, target, batch_id, affected, folded, mode, rewrite_buckets, properties, main_done, history_dir
-        )
+        how = commit_fold(CommitInput(spark, target, batch_id, affected, folded, properties), plan)
     except Exception as exc:
-        if not is_conflict(exc) or attempt >= COMMIT_ATTEMPTS:
+        if not is_conflict(exc) or last:
             raise
-        logger.warning(
-            "compact %s, batch %s: another commit changed its buckets since it was read (attempt %d of %d); "
-            "re-reading the table and folding again",
-            name,
-            batch_id,
-            attempt,
-            COMMIT_ATTEMPTS,
-        )
-        for table in [name, target.log_name] + ([name + HISTORY_SUFFIX] if target.scd2 else []):
-            spark.catalog.refreshTable(table)  # what is committed now, e.g. by a zombie run of this batch
-        return compact_table(
-            spark, batch_dir, batch_id, source_table, layout, default_buckets, full_refresh, attempt + 1
-        )
-    return _report(spark, target, batch, folded, mode, rewrite_buckets, fold)
+        return None
+    return _report(spark, target, batch, folded, merge.mode, merge.rewrite_buckets, merge.fold + how)
 
 
 @contextmanager
@@ -238,7 +314,7 @@ def _fold_on_workers_of(
     spark,
     batch_dir: Path,
     batch_id: str,
-    layout: dict[str, Any],
+    layout: TableLayout,
     target: Target,
     affected: Affected,
     mode: str,
