@@ -43,6 +43,7 @@ import datetime as dt
 import json
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from cdclake.events.change import ChangeEvent, Rejected
@@ -140,81 +141,116 @@ class DebeziumJsonDecoder(Decoder):
         """One parsed record as its row event (after a ``SCHEMA`` event when its value schema is new for
         the table), a rejection, or nothing when it is skipped (and counted)."""
         record_keys, self._pending_keys = self._pending_keys, None
-        value, source, reject = record.value, record.source, record.reject
+        try:
+            unwrapped = self._unwrap(record.value)
+            if unwrapped is None:
+                return []
+            payload, schema = unwrapped
+            env = envelope(self, payload)
+            return self._events(record, env, payload, schema, record_keys)
+        except RecordError as exc:
+            return [record.reject(str(exc))]
 
+    def _unwrap(self, value: Any) -> tuple[dict[str, Any], dict[str, Any] | None] | None:
+        """(payload, schema) of a record, or None for a record skipped by design (a tombstone, a key record: its
+        key names wait for the value record, a heartbeat), counted. RecordError: neither."""
         if value is None:
             self.skipped_tombstones += 1
-            return []
+            return None
         if not isinstance(value, dict):
-            return [reject(f"record is a JSON {json_kind(value)}, not an object")]
+            raise RecordError(f"record is a JSON {json_kind(value)}, not an object")
         schema: dict[str, Any] | None = None
         payload: Any = value
         if "payload" in value and set(value) <= {"schema", "payload"}:
             envelope_schema, payload = value.get("schema"), value["payload"]
             if payload is None:
                 self.skipped_tombstones += 1
-                return []
+                return None
             if not isinstance(payload, dict):
-                return [reject(f"payload must be a JSON object, not a JSON {json_kind(payload)}")]
+                raise RecordError(f"payload must be a JSON object, not a JSON {json_kind(payload)}")
             if envelope_schema is not None and not isinstance(envelope_schema, dict):
-                return [reject(f"schema must be a JSON object, not a JSON {json_kind(envelope_schema)}")]
+                raise RecordError(f"schema must be a JSON object, not a JSON {json_kind(envelope_schema)}")
             schema = envelope_schema or None
-        schema_name = schema.get("name") if schema else None
-
-        op_code = payload.get("op")
-        if op_code is None:
+        if payload.get("op") is None:
+            schema_name = schema.get("name") if schema else None
             if isinstance(schema_name, str) and schema_name.endswith(".Key"):
                 self.skipped_key_records += 1
                 self._pending_keys = [k for k in payload if isinstance(k, str)] or None
-                return []
+                return None
             if schema_name == HEARTBEAT_SCHEMA or set(payload) == {"ts_ms"}:
                 self.skipped_heartbeats += 1
-                return []
-            return [reject(_no_op_reason(payload))]
-        op = OPS.get(op_code) if isinstance(op_code, str) else None
-        if op is None:
-            return [reject(f"unknown op {op_code!r}; Debezium ops are c (create), u (update), d (delete), r (read), t")]
+                return None
+            raise RecordError(_no_op_reason(payload))
+        return payload, schema
 
-        src = payload.get("source")
-        if src is None:
-            src = {}
-        if not isinstance(src, dict):
-            return [reject(f"source must be a JSON object, not a JSON {json_kind(src)}")]
-        table = self.table_override or table_name(src)
-        if not table:
-            return [reject("no table name: source has no table (or collection); set the table option")]
-
-        position = record_position(src)
-        if position is None:
-            return [
-                reject(
-                    "no ordering position: source has no lsn, commit_lsn, scn, binlog file/pos, txId or ts_ms "
-                    "(the payload's ts_ms is processing time and cannot order changes)"
-                )
-            ]
-        seq, seq_from = position
-
-        images: dict[str, dict[str, Any] | None] = {}
-        for name in ("before", "after"):
-            image = payload.get(name)
+    def _events(
+        self,
+        record: JsonRecord,
+        env: Envelope,
+        payload: dict[str, Any],
+        schema: dict[str, Any] | None,
+        record_keys: list[str] | None,
+    ) -> list[ChangeEvent | Rejected]:
+        """The row event of an envelope (after its ``SCHEMA`` event where the value schema is new)."""
+        for name, image in env.images.items():
             if image is not None and not isinstance(image, dict):
-                return [reject(f"{name} must be a JSON object of column values, not a JSON {json_kind(image)}")]
-            images[name] = image
-        lindorm = "namespace" in src
+                raise RecordError(f"{name} must be a JSON object of column values, not a JSON {json_kind(image)}")
         hbase = self.hbase == "true" or (
-            self.hbase == "auto" and lindorm and any(img is not None and "ROW" in img for img in images.values())
+            self.hbase == "auto"
+            and env.lindorm
+            and any(img is not None and "ROW" in img for img in env.images.values())
         )
         envelope_fields = kc.struct_fields(schema) or {}
-        meta: dict[str, Any] = {"op": op_code}
+        unavailable: list[str] = []
+        column_types: dict[str, str] = {}
+        before, after = self._images(record, env, envelope_fields, hbase, unavailable, column_types)
+        if env.op == "TRUNCATE":
+            before = after = None
+        else:
+            check_images(env.op, env.op_code, before, after)
+        meta: dict[str, Any] = {"op": env.op_code}
+        if env.lindorm and env.op == "UPDATE" and before is not None and after is not None:
+            deleted = [c for c in before if c not in after]
+            if deleted:
+                after = {**after, **dict.fromkeys(deleted)}
+                meta["deleted_columns"] = deleted
+        tx_id, tx_pos = transaction_ids(payload, env.source)
+        schema_name = schema.get("name") if schema else None
+        event = ChangeEvent(
+            table=env.table,
+            op=env.op,
+            seq=env.seq,
+            event_ts=change_time(env.source, payload),
+            source=record.source,
+            tx_id=tx_id,
+            tx_pos=tx_pos,
+            keys=self._keys(payload, hbase, record_keys),
+            before=before,
+            after=after,
+            meta=event_meta(meta, env.source, env.seq_from, payload, schema_name, unavailable, column_types),
+        )
+        columns = None if hbase or env.op == "TRUNCATE" else _schema_columns(envelope_fields, before, after)
+        announced = self._announce(event, columns) if columns is not None else None
+        return [event] if announced is None else [announced, event]
+
+    def _images(
+        self,
+        record: JsonRecord,
+        env: Envelope,
+        envelope_fields: dict[str, Any],
+        hbase: bool,
+        unavailable: list[str],
+        column_types: dict[str, str],
+    ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        """(before, after) converted by their Connect schemas (HBase tables: cells as bytes), without the
+        columns holding the unavailable-value placeholder (added to ``unavailable``)."""
         # most records hold no placeholder: three byte searches of the record's values (after its schema
         # block) rather than a look at every value
         probes = self.placeholder_probes
         start, end, data = record.body, record.end, record.data
         placeholder = probes is not None and any(data.find(probe, start, end) >= 0 for probe in probes)
-        unavailable: list[str] = []
-        column_types: dict[str, str] = {}
-        for name in ("before", "after"):
-            image = images[name]
+        images = dict(env.images)
+        for name, image in env.images.items():
             if image is None:
                 continue
             image_schema = envelope_fields.get(name)
@@ -228,55 +264,19 @@ class DebeziumJsonDecoder(Decoder):
                     image = kc.convert_row(image, image_schema)
                     column_types.update(kc.column_types(image_schema))
             except kc.ConnectValueError as exc:
-                return [reject(f"{name} image: {exc}")]
+                raise RecordError(f"{name} image: {exc}") from None
             images[name] = image
-        before, after = images["before"], images["after"]
+        return images["before"], images["after"]
 
-        if op == "TRUNCATE":
-            before = after = None
-        elif op in ("INSERT", "UPSERT", "UPDATE") and after is None:
-            return [reject(f"op {op_code!r} has no after image: the new row values are missing")]
-        elif op == "DELETE" and before is None:
-            return [
-                reject(
-                    "op 'd' has no before image: the deleted row cannot be identified "
-                    "(PostgreSQL tables need a primary key or REPLICA IDENTITY FULL)"
-                )
-            ]
-        if lindorm and op == "UPDATE" and before is not None and after is not None:
-            deleted = [c for c in before if c not in after]
-            if deleted:
-                after = {**after, **dict.fromkeys(deleted)}
-                meta["deleted_columns"] = deleted
-
+    def _keys(self, payload: dict[str, Any], hbase: bool, record_keys: list[str] | None) -> list[str] | None:
+        """The option's keys, else CDL's ``unique`` names, else ``ROW`` for HBase tables, else the key record's."""
         keys = self.keys
         unique = payload.get("unique")
         if keys is None and isinstance(unique, dict) and unique:
             keys = list(unique)
         if keys is None and hbase:
             keys = ["ROW"]
-        if keys is None:
-            keys = record_keys
-
-        tx_id, tx_pos = transaction_ids(payload, src)
-        meta = event_meta(meta, src, seq_from, payload, schema_name, unavailable, column_types)
-
-        event = ChangeEvent(
-            table=table,
-            op=op,
-            seq=seq,
-            event_ts=change_time(src, payload),
-            source=source,
-            tx_id=tx_id,
-            tx_pos=tx_pos,
-            keys=keys,
-            before=before,
-            after=after,
-            meta=meta,
-        )
-        columns = None if hbase or op == "TRUNCATE" else _schema_columns(envelope_fields, before, after)
-        announced = self._announce(event, columns) if columns is not None else None
-        return [event] if announced is None else [announced, event]
+        return record_keys if keys is None else keys
 
     def _announce(self, event: ChangeEvent, columns: list[tuple[str, str | None]]) -> ChangeEvent | None:
         """A ``SCHEMA`` event for ``event``'s table when ``columns`` (its record's full value schema) differ
@@ -314,6 +314,62 @@ class DebeziumJsonDecoder(Decoder):
 
 
 # --- helpers ----------------------------------------------------------------------------------------
+
+
+class RecordError(ValueError):
+    """A record the format's rules refuse; its text is the reject reason."""
+
+
+@dataclass(slots=True)
+class Envelope:
+    """What a Debezium payload says apart from its images' values (:func:`envelope`)."""
+
+    op_code: str
+    op: str
+    source: dict[str, Any]
+    table: str
+    seq: str
+    seq_from: str
+    #: the images as the payload holds them (``before``, ``after``)
+    images: dict[str, Any]
+    #: an Alibaba Lindorm record (``source.namespace``): HBase tables and deleted columns are read otherwise
+    lindorm: bool
+
+
+def envelope(decoder: DebeziumJsonDecoder, payload: dict[str, Any]) -> Envelope:
+    """The format's envelope rules, for both the reference and the columnar path: operation, source, table and
+    ordering position (``seq``). RecordError: a payload these rules refuse."""
+    op_code = payload.get("op")
+    op = OPS.get(op_code) if isinstance(op_code, str) else None
+    if op is None:
+        raise RecordError(f"unknown op {op_code!r}; Debezium ops are c (create), u (update), d (delete), r (read), t")
+    src = payload.get("source")
+    if src is None:
+        src = {}
+    if not isinstance(src, dict):
+        raise RecordError(f"source must be a JSON object, not a JSON {json_kind(src)}")
+    table = decoder.table_override or table_name(src)
+    if not table:
+        raise RecordError("no table name: source has no table (or collection); set the table option")
+    position = record_position(src)
+    if position is None:
+        raise RecordError(
+            "no ordering position: source has no lsn, commit_lsn, scn, binlog file/pos, txId or ts_ms "
+            "(the payload's ts_ms is processing time and cannot order changes)"
+        )
+    images = {"before": payload.get("before"), "after": payload.get("after")}
+    return Envelope(op_code, op, src, table, position[0], position[1], images, "namespace" in src)
+
+
+def check_images(op: str, op_code: str, before: Any, after: Any) -> None:
+    """Which images an operation needs: INSERT, UPSERT (read) and UPDATE an after image, DELETE a before image."""
+    if op in ("INSERT", "UPSERT", "UPDATE") and after is None:
+        raise RecordError(f"op {op_code!r} has no after image: the new row values are missing")
+    if op == "DELETE" and before is None:
+        raise RecordError(
+            "op 'd' has no before image: the deleted row cannot be identified "
+            "(PostgreSQL tables need a primary key or REPLICA IDENTITY FULL)"
+        )
 
 
 def table_name(src: dict[str, Any]) -> str | None:

@@ -58,12 +58,12 @@ from cdclake.formats.columnar import (
     kind_of_kept,
 )
 from cdclake.formats.debezium_json import (
-    OPS,
+    RecordError,
     change_time,
+    check_images,
+    envelope,
     event_meta,
     listed_columns,
-    record_position,
-    table_name,
     transaction_ids,
 )
 from cdclake.registry import register_columns
@@ -170,32 +170,29 @@ def _batch(
     plans, tables, ops, seqs, stamps, tx_ids, payloads = [], [], [], [], [], [], []
     befores: list[Any] = []
     afters: list[Any] = []
-    override = decoder.table_override
     for record, schema in zip(records, schemas, strict=True):
         plan = _plan(cache, schema)
-        payload = record.payload
-        op_code = payload.op
-        op = OPS.get(op_code) if type(op_code) is str else None
-        if plan is None or op is None or op == "TRUNCATE":
+        p = record.payload
+        # the payload's members as the reference's dict holds them (every member the reader has, in order)
+        payload = {f: v for f in p.__struct_fields__ if (v := getattr(p, f)) is not UNSET}
+        if plan is None:
             return None
-        src = payload.source
-        src = {} if src is UNSET or src is None else src
-        if "namespace" in src:  # Lindorm: its HBase and deleted-column rules are the reference's
+        try:
+            env = envelope(decoder, payload)
+            before, after = image_or_none(env.images["before"]), image_or_none(env.images["after"])
+            check_images(env.op, env.op_code, before, after)
+        except RecordError:
             return None
-        table = override or table_name(src)
-        position = record_position(src)
-        before, after = image_or_none(payload.before), image_or_none(payload.after)
-        if not table or position is None or (before is None if op == "DELETE" else after is None):
+        if env.op == "TRUNCATE" or env.lindorm:  # Lindorm: its HBase and deleted-column rules are the reference's
             return None
-        # the members the reference's helpers read of the payload (no other is there: the reader has none)
-        present = {f: v for f in ("transaction", "ts_ms", "ts_us", "ts_ns") if (v := getattr(payload, f)) is not UNSET}
+        src = env.source
         plans.append(plan)
-        tables.append(table)
-        ops.append(op)
-        seqs.append(position)
-        stamps.append(change_time(src, present))
-        tx_ids.append(transaction_ids(present, src))
-        payloads.append((op_code, src, present))
+        tables.append(env.table)
+        ops.append(env.op)
+        seqs.append((env.seq, env.seq_from))
+        stamps.append(change_time(src, payload))
+        tx_ids.append(transaction_ids(payload, src))
+        payloads.append((env.op_code, src, payload))
         befores.append(before)
         afters.append(after)
     unavailable: list[list[str]] = [[] for _ in range(n)]
