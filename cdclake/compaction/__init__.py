@@ -25,21 +25,149 @@
 - :mod:`~cdclake.compaction.runner`: every table of a batch in one Spark application, several at once.
 
 ``cdclake.merge`` is the reference model of the semantics (DESIGN.md section 4).
+
+The names other packages import are exported here (``__all__``), each loaded from its module when first
+asked for (PEP 562): importing the package alone loads none of its modules.
 """
 
-from typing import TYPE_CHECKING, Any
+import importlib
 
-if TYPE_CHECKING:
-    from cdclake.compaction.fold import FOLDS, Fold, FoldSpec
+#: Modules of this package exported as themselves.
+_MODULES = ("arrow_fold", "arrow_typing", "driver_io", "lineage", "publish", "table")
+#: The other public names, by the module of this package that defines them.
+_NAMES = {
+    "arrow_fold": ("chain_keys", "fold_arrow", "fold_driver"),
+    "arrow_typing": ("typed_values",),
+    "driver_io": ("bulk_shares", "coalesced", "table_events", "whole_budget"),
+    "driver_read": ("read_buckets",),
+    "fold": ("FOLDS", "Fold", "FoldSpec"),
+    "folding": ("fold_part", "with_names"),
+    "lake_tables": (
+        "HISTORY_SUFFIX",
+        "LOG_DDL",
+        "LOG_SCHEMA",
+        "LOG_SUFFIX",
+        "META_DDL",
+        "ROUTED_SCHEMA",
+        "ROW_KEYS_PROPERTY",
+        "TRUNCATE_BUCKET",
+        "ensure_namespace",
+        "ensure_tables",
+        "sql_string",
+        "table_ddl",
+        "table_schema",
+    ),
+    "lineage": (
+        "COUNTS_PROPERTY",
+        "current_schema_id",
+        "fresh_snapshot_id",
+        "head_summary",
+        "java_table",
+        "snapshot_info",
+        "table_properties",
+    ),
+    "native_fold": ("fold_native",),
+    "publish": ("SNAPSHOT_PROPERTY_CONF", "branch_name", "is_conflict"),
+    "routing": ("linked_in_driver", "prepared_rows", "route_events"),
+    "row_delta": (
+        "LOCATED_COLUMNS",
+        "POSITION_COLUMNS",
+        "Located",
+        "append_rows",
+        "commit_overwrite",
+        "commit_row_delta",
+    ),
+    "row_state": ("candidate_keys", "fold_onto_rows", "in_order_keys"),
+    "runner": ("CompactFailed", "compact_tables"),
+    "strategy": (
+        "MAX_EXTRA_FILES_PROPERTY",
+        "MERGE_ON_READ",
+        "MIN_ROWS_PROPERTY",
+        "MOR_MIN_BUCKET_ROWS",
+        "OVERWRITE",
+        "choose_mode",
+    ),
+    "table": ("compact_table",),
+}
+_HOME = {name: module for module, names in _NAMES.items() for name in names} | {m: m for m in _MODULES}
 
-__all__ = ["FOLDS", "Fold", "FoldSpec"]
+__all__ = [
+    "COUNTS_PROPERTY",
+    "FOLDS",
+    "HISTORY_SUFFIX",
+    "LOCATED_COLUMNS",
+    "LOG_DDL",
+    "LOG_SCHEMA",
+    "LOG_SUFFIX",
+    "MAX_EXTRA_FILES_PROPERTY",
+    "MERGE_ON_READ",
+    "META_DDL",
+    "MIN_ROWS_PROPERTY",
+    "MOR_MIN_BUCKET_ROWS",
+    "OVERWRITE",
+    "POSITION_COLUMNS",
+    "ROUTED_SCHEMA",
+    "ROW_KEYS_PROPERTY",
+    "SNAPSHOT_PROPERTY_CONF",
+    "TRUNCATE_BUCKET",
+    "CompactFailed",
+    "Fold",
+    "FoldSpec",
+    "Located",
+    "append_rows",
+    "arrow_fold",
+    "arrow_typing",
+    "branch_name",
+    "bulk_shares",
+    "candidate_keys",
+    "chain_keys",
+    "choose_mode",
+    "coalesced",
+    "commit_overwrite",
+    "commit_row_delta",
+    "compact_table",
+    "compact_tables",
+    "current_schema_id",
+    "driver_io",
+    "ensure_namespace",
+    "ensure_tables",
+    "fold_arrow",
+    "fold_driver",
+    "fold_native",
+    "fold_onto_rows",
+    "fold_part",
+    "fresh_snapshot_id",
+    "head_summary",
+    "in_order_keys",
+    "is_conflict",
+    "java_table",
+    "lineage",
+    "linked_in_driver",
+    "prepared_rows",
+    "publish",
+    "read_buckets",
+    "route_events",
+    "snapshot_info",
+    "sql_string",
+    "table",
+    "table_ddl",
+    "table_events",
+    "table_properties",
+    "table_schema",
+    "typed_values",
+    "whole_budget",
+    "with_names",
+]
 
 
-def __getattr__(name: str) -> Any:
-    """``Fold``, ``FoldSpec`` and ``FOLDS`` from :mod:`~cdclake.compaction.fold`, imported when first asked for (a
-    module of this package imported alone does not load every fold, nor their numpy and native modules)."""
-    if name in __all__:
-        from cdclake.compaction import fold
+def __getattr__(name: str):  # -> Any (not annotated: the package imports nothing, not even ``typing``)
+    """A name of :data:`__all__`, from its module, imported now if it was not yet."""
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    loaded = importlib.import_module(f"{__name__}.{module}")
+    return loaded if module == name else getattr(loaded, name)
 
-        return getattr(fold, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
