@@ -22,6 +22,7 @@ Why it is written this way:
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
@@ -36,6 +37,7 @@ from cdclake.formats._gg_common import (
     ESCAPE_ERRORS,
     ESCAPED,
     OP_OPTIONS,
+    Layout,
     LayoutTracker,
     OpKeys,
     SchemaDir,
@@ -224,81 +226,25 @@ class GoldenGateXmlDecoder(Decoder):
             yield from result
 
     def _operation(self, root: ET.Element, source: Source) -> list[ChangeEvent] | str:
-        if root.tag != "operation":
-            return f"the root element is <{root.tag}>, not <operation>"
-        attrs = root.attrib
-        table = self.table_override or attrs.get("table")
-        if not table:
-            return "<operation> has no table attribute"
-        type_key = attrs.get("type")
-        op = self.op_keys.op(type_key)
-        if op is None:
-            return f"unknown operation type {type_key!r}; the configured op keys are {self.op_keys.help}"
-        pos = attrs.get("pos")
-        if not pos:
-            return "<operation> has no pos attribute: GoldenGate records need pos for ordering"
-        op_ts = attrs.get("ts")
-        event_ts = parse_ts(op_ts)
-        if event_ts is None:
-            return f"ts {op_ts!r} is not a timestamp like 'YYYY-MM-DD HH:MM:SS.ffffff'"
-
+        header = self._header(root)
+        if isinstance(header, str):
+            return header
+        table, op, pos, op_ts, event_ts = header
         meta: dict[str, Any] = {"pos": pos, "op_ts": op_ts}
-        if attrs.get("current_ts") is not None:
-            meta["current_ts"] = attrs["current_ts"]
+        if root.attrib.get("current_ts") is not None:
+            meta["current_ts"] = root.attrib["current_ts"]
         columns: list[ET.Element] = []
-        tokens: dict[str, str] | None = None
         extra: dict[str, str] = {}
-        for child in root:
-            if child.tag == "col":
-                columns.append(child)
-            elif child.tag == "tokens":
-                tokens = _tokens(child)
-                if isinstance(tokens, str):
-                    return tokens
-            else:
-                extra[str(child.tag)] = child.text or ""
-        if tokens is not None:
-            meta["tokens"] = tokens
-        num_cols = attrs.get("numCols")
-        if num_cols is not None:
-            if not num_cols.strip().isdigit() or int(num_cols) != len(columns):
-                return f"numCols={num_cols!r} but the document has {len(columns)} <col> elements"
-            meta["num_cols"] = int(num_cols)
-
-        names = []
-        for index, col in enumerate(columns):
-            name = col.get("name")
-            if not name:
-                return f"<col> number {index + 1} has no name attribute"
-            if name in names:
-                return f"column {name} appears twice"
-            names.append(name)
-        configured = self.columns.get(table) or self.columns.get(None)
-        schema = self.schemas.layout(table)
-        if isinstance(schema, str):
-            if configured is None:
-                return schema
-            schema = None
-        layout = merge_types(names, "document's <col> names", configured, schema)
-
+        problem = _children(root, columns, extra, meta)
+        if problem is not None:
+            return problem
+        layout = self._layout(table, columns)
+        if isinstance(layout, str):
+            return layout
         images: dict[str, dict[str, Any]] = {"before": {}, "after": {}}
-        for column, col in zip(layout.columns, columns, strict=True):
-            for element in col:
-                if element.tag == "missing":
-                    continue  # missing in both images
-                if element.tag not in images:
-                    return f"column {column.name}: unexpected element <{element.tag}> (expected before, after, missing)"
-                if len(element):
-                    return f"column {column.name}: <{element.tag}> holds elements, not a value"
-                if element.get("missing", "").strip().lower() == "true":
-                    continue
-                if element.get("isNull", "").strip().lower() == "true":
-                    images[element.tag][column.name] = None
-                    continue
-                try:
-                    images[element.tag][column.name] = typed(element.text or "", column)
-                except ValueError as exc:
-                    return str(exc)
+        problem = _images(layout, columns, images)
+        if problem is not None:
+            return problem
         types = layout.types()
         if types:
             meta["column_types"] = types
@@ -325,6 +271,90 @@ class GoldenGateXmlDecoder(Decoder):
             )
         )
         return events
+
+    def _header(self, root: ET.Element) -> tuple[str, str, str, str, dt.datetime] | str:
+        """The operation's (table, op, pos, ts, event_ts) from the root's attributes; a str saying why not."""
+        if root.tag != "operation":
+            return f"the root element is <{root.tag}>, not <operation>"
+        attrs = root.attrib
+        table = self.table_override or attrs.get("table")
+        if not table:
+            return "<operation> has no table attribute"
+        type_key = attrs.get("type")
+        op = self.op_keys.op(type_key)
+        if op is None:
+            return f"unknown operation type {type_key!r}; the configured op keys are {self.op_keys.help}"
+        pos = attrs.get("pos")
+        if not pos:
+            return "<operation> has no pos attribute: GoldenGate records need pos for ordering"
+        op_ts = attrs.get("ts")
+        event_ts = parse_ts(op_ts)
+        if event_ts is None:
+            return f"ts {op_ts!r} is not a timestamp like 'YYYY-MM-DD HH:MM:SS.ffffff'"
+        return table, op, pos, op_ts, event_ts  # type: ignore[return-value]
+
+    def _layout(self, table: str, columns: list[ET.Element]) -> Layout | str:
+        """The document's columns (named by its <col> elements, typed by the options or the schema file)."""
+        names = []
+        for index, col in enumerate(columns):
+            name = col.get("name")
+            if not name:
+                return f"<col> number {index + 1} has no name attribute"
+            if name in names:
+                return f"column {name} appears twice"
+            names.append(name)
+        configured = self.columns.get(table) or self.columns.get(None)
+        schema = self.schemas.layout(table)
+        if isinstance(schema, str):
+            if configured is None:
+                return schema
+            schema = None
+        return merge_types(names, "document's <col> names", configured, schema)
+
+
+def _children(root: ET.Element, columns: list[ET.Element], extra: dict[str, str], meta: dict[str, Any]) -> str | None:
+    """The root's <col> elements into ``columns``, other elements into ``extra``, tokens and numCols into ``meta``;
+    a str saying why the document is rejected."""
+    tokens: dict[str, str] | str | None = None
+    for child in root:
+        if child.tag == "col":
+            columns.append(child)
+        elif child.tag == "tokens":
+            tokens = _tokens(child)
+            if isinstance(tokens, str):
+                return tokens
+        else:
+            extra[str(child.tag)] = child.text or ""
+    if tokens is not None:
+        meta["tokens"] = tokens
+    num_cols = root.attrib.get("numCols")
+    if num_cols is not None:
+        if not num_cols.strip().isdigit() or int(num_cols) != len(columns):
+            return f"numCols={num_cols!r} but the document has {len(columns)} <col> elements"
+        meta["num_cols"] = int(num_cols)
+    return None
+
+
+def _images(layout: Layout, columns: list[ET.Element], images: dict[str, dict[str, Any]]) -> str | None:
+    """The <before> and <after> values of each column into ``images``; a str saying why a value cannot be read."""
+    for column, col in zip(layout.columns, columns, strict=True):
+        for element in col:
+            if element.tag == "missing":
+                continue  # missing in both images
+            if element.tag not in images:
+                return f"column {column.name}: unexpected element <{element.tag}> (expected before, after, missing)"
+            if len(element):
+                return f"column {column.name}: <{element.tag}> holds elements, not a value"
+            if element.get("missing", "").strip().lower() == "true":
+                continue
+            if element.get("isNull", "").strip().lower() == "true":
+                images[element.tag][column.name] = None
+                continue
+            try:
+                images[element.tag][column.name] = typed(element.text or "", column)
+            except ValueError as exc:
+                return str(exc)
+    return None
 
 
 @dataclass(slots=True)
