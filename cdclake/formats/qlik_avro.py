@@ -799,89 +799,29 @@ class QlikAvroDecoder(Decoder):
         self, record: Any, entry: TableVersion, source: Source, raw: Callable[[], bytes], extra: dict[str, Any]
     ) -> ChangeEvent | Rejected:
         """One data message as a row event."""
-
-        def reject(reason: str) -> Rejected:
-            return Rejected(f"data message of {entry.table} (schema id {entry.schema_id}): {reason}", source, raw())
-
         if not isinstance(record, dict) or not isinstance(record.get("headers"), dict):
-            return reject("no headers record")
+            return _data_reject(entry, "no headers record", source, raw)
         headers = record["headers"]
-        operation = headers.get("operation")
-        op = OPS.get(operation) if isinstance(operation, str) else None
-        if op is None:
-            return reject(f"unknown operation {operation!r} (REFRESH, INSERT, UPDATE, DELETE)")
-        change_seq = headers.get("changeSequence")
-        if change_seq is None:
-            change_seq = ""
-        if not isinstance(change_seq, str):
-            return reject(f"changeSequence {change_seq!r} is not text")
-        if change_seq == "":
-            if operation != "REFRESH":
-                return reject(f"an {operation} without changeSequence cannot be ordered")
-            seq = REFRESH_SEQ
-        elif _DIGITS.fullmatch(change_seq):
-            seq = change_seq.zfill(SEQ_WIDTH)
-        else:
-            return reject(f"changeSequence {change_seq[:60]!r} is not digits")
-        timestamp = headers.get("timestamp")
-        event_ts = None
-        if isinstance(timestamp, str) and timestamp.strip():
-            event_ts = parse_timestamp(timestamp)
-            if event_ts is None:
-                return reject(f"timestamp {timestamp[:60]!r} is not a timestamp")
-        try:
-            column_mask = mask_number(headers.get("columnMask"))
-            mask_number(headers.get("changeMask"))
-        except ValueError as exc:
-            return reject(f"bad mask: {exc}")
-
-        images: dict[str, dict[str, Any] | None] = {}
-        for name in ("data", "beforeData"):
-            image = record.get(name)
-            if image is None:
-                images[name] = None
-                continue
-            if not isinstance(image, dict):
-                return reject(f"{name} is not a record of columns")
-            out: dict[str, Any] = {}
-            for column, value in image.items():
-                ordinal = entry.ordinals.get(column)
-                if column_mask is not None and ordinal is not None and not has_bit(column_mask, ordinal):
-                    continue  # not replicated: missing, not NULL
-                try:
-                    out[column] = typed_value(avro_value(value), entry.qlik_types.get(column))
-                except ValueError as exc:
-                    qlik_type = entry.qlik_types.get(column)
-                    return reject(f"{name} column {column} ({qlik_type}): {exc}")
-            images[name] = out
+        order = _data_order(headers)
+        if isinstance(order, str):
+            return _data_reject(entry, order, source, raw)
+        operation, op, change_seq, seq, event_ts, column_mask = order
+        images = _data_images(record, entry, column_mask)
+        if isinstance(images, str):
+            return _data_reject(entry, images, source, raw)
         data, before_data = images["data"], images["beforeData"]
         if data is None and op != "DELETE":
-            return reject(f"{operation} has no data")
+            return _data_reject(entry, f"{operation} has no data", source, raw)
         if op == "DELETE":
             before, after = data if data is not None else before_data, None
             if before is None:
-                return reject("DELETE has neither data nor beforeData: the row cannot be identified")
+                reason = "DELETE has neither data nor beforeData: the row cannot be identified"
+                return _data_reject(entry, reason, source, raw)
         else:
             before, after = (before_data if op == "UPDATE" else None), data
-
         tx_id = headers.get("transactionId")
         counter = headers.get("transactionEventCounter")
         last = headers.get("transactionLastEvent")
-        meta: dict[str, Any] = {"operation": operation, "changeSequence": change_seq}
-        for name in ("timestamp", "streamPosition", "transactionId", "externalSchemaId"):
-            if headers.get(name) not in (None, ""):
-                meta[name] = headers[name]
-        for name in ("changeMask", "columnMask"):
-            text = mask_text(headers.get(name))
-            if text:
-                meta[name] = text
-        meta["schemaId"] = entry.schema_id
-        meta["tableVersion"] = entry.version
-        others = {k: avro_value(v) for k, v in headers.items() if k not in _HEADER_FIELDS}
-        if others:
-            meta["headers_extra"] = others
-        meta.update(extra)
-        meta["column_types"] = entry.column_types
         return ChangeEvent(
             table=entry.table,
             op=op,
@@ -894,8 +834,93 @@ class QlikAvroDecoder(Decoder):
             keys=entry.keys,
             before=before,
             after=after,
-            meta=meta,
+            meta=_data_meta(headers, operation, change_seq, entry, extra),
         )
+
+
+def _data_reject(entry: TableVersion, reason: str, source: Source, raw: Callable[[], bytes]) -> Rejected:
+    return Rejected(f"data message of {entry.table} (schema id {entry.schema_id}): {reason}", source, raw())
+
+
+def _data_order(headers: dict[str, Any]) -> tuple[str, str, str, str, dt.datetime | None, int | None] | str:
+    """A data message's (operation, op, changeSequence, seq, event_ts, column mask) from its headers; a str
+    saying why the message is rejected."""
+    operation = headers.get("operation")
+    op = OPS.get(operation) if isinstance(operation, str) else None
+    if op is None:
+        return f"unknown operation {operation!r} (REFRESH, INSERT, UPDATE, DELETE)"
+    change_seq = headers.get("changeSequence")
+    if change_seq is None:
+        change_seq = ""
+    if not isinstance(change_seq, str):
+        return f"changeSequence {change_seq!r} is not text"
+    if change_seq == "":
+        if operation != "REFRESH":
+            return f"an {operation} without changeSequence cannot be ordered"
+        seq = REFRESH_SEQ
+    elif _DIGITS.fullmatch(change_seq):
+        seq = change_seq.zfill(SEQ_WIDTH)
+    else:
+        return f"changeSequence {change_seq[:60]!r} is not digits"
+    timestamp = headers.get("timestamp")
+    event_ts = None
+    if isinstance(timestamp, str) and timestamp.strip():
+        event_ts = parse_timestamp(timestamp)
+        if event_ts is None:
+            return f"timestamp {timestamp[:60]!r} is not a timestamp"
+    try:
+        column_mask = mask_number(headers.get("columnMask"))
+        mask_number(headers.get("changeMask"))
+    except ValueError as exc:
+        return f"bad mask: {exc}"
+    return operation, op, change_seq, seq, event_ts, column_mask  # type: ignore[return-value]
+
+
+def _data_images(record: dict[str, Any], entry: TableVersion, column_mask: int | None) -> dict[str, Any] | str:
+    """The message's ``data`` and ``beforeData`` images (None: absent), columns not in the column mask left out;
+    a str saying why a value cannot be read."""
+    images: dict[str, dict[str, Any] | None] = {}
+    for name in ("data", "beforeData"):
+        image = record.get(name)
+        if image is None:
+            images[name] = None
+            continue
+        if not isinstance(image, dict):
+            return f"{name} is not a record of columns"
+        out: dict[str, Any] = {}
+        for column, value in image.items():
+            ordinal = entry.ordinals.get(column)
+            if column_mask is not None and ordinal is not None and not has_bit(column_mask, ordinal):
+                continue  # not replicated: missing, not NULL
+            try:
+                out[column] = typed_value(avro_value(value), entry.qlik_types.get(column))
+            except ValueError as exc:
+                qlik_type = entry.qlik_types.get(column)
+                return f"{name} column {column} ({qlik_type}): {exc}"
+        images[name] = out
+    return images
+
+
+def _data_meta(
+    headers: dict[str, Any], operation: str, change_seq: str, entry: TableVersion, extra: dict[str, Any]
+) -> dict[str, Any]:
+    """A row event's meta: the message's headers, its table version, the envelope's ``extra``, column types."""
+    meta: dict[str, Any] = {"operation": operation, "changeSequence": change_seq}
+    for name in ("timestamp", "streamPosition", "transactionId", "externalSchemaId"):
+        if headers.get(name) not in (None, ""):
+            meta[name] = headers[name]
+    for name in ("changeMask", "columnMask"):
+        text = mask_text(headers.get(name))
+        if text:
+            meta[name] = text
+    meta["schemaId"] = entry.schema_id
+    meta["tableVersion"] = entry.version
+    others = {k: avro_value(v) for k, v in headers.items() if k not in _HEADER_FIELDS}
+    if others:
+        meta["headers_extra"] = others
+    meta.update(extra)
+    meta["column_types"] = entry.column_types
+    return meta
 
 
 # --- OCF ----------------------------------------------------------------------------------------------------
