@@ -11,7 +11,6 @@ from __future__ import annotations
 import cProfile
 import gc
 import io
-import json
 import os
 import pstats
 import shutil
@@ -26,6 +25,7 @@ from cdclake.bench.bareparse import parse_files
 from cdclake.bench.generate import Generated
 from cdclake.bench.memory import Sampler
 from cdclake.jobs import compact, ddl, decode, normalize, truncate
+from cdclake.jobs.layout import read_layouts
 from cdclake.options import Options
 from cdclake.pipeline import build_report
 from cdclake.registry import get_decoder
@@ -86,7 +86,7 @@ def run_pipeline(
     seconds["end_to_end"] = sum(seconds.values())
     seconds["merge"] = seconds["ddl"] + seconds["truncate"] + seconds["compact"]
     report = build_report(batch_dir)
-    layouts = json.loads((batch_dir / "tables.json").read_text())
+    layouts = read_layouts(batch_dir)
     out = {
         "format": fmt,
         "events": gen.events,
@@ -99,7 +99,7 @@ def run_pipeline(
         "decode_tasks": results["decode"].get("tasks"),
         "decode_pieces": results["decode"].get("pieces"),
         "report": {k: v for k, v in report.items() if k != "tables"},
-        "tables": {src: layout["spark_name"] for src, layout in layouts.items()},
+        "tables": {src: layout.spark_name for src, layout in layouts.items()},
     }
     if not keep:
         shutil.rmtree(batch_dir, ignore_errors=True)

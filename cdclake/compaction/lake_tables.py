@@ -5,13 +5,16 @@ Their DDL, the hidden metadata columns and :func:`ensure_tables` (create, or add
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from cdclake.compaction.lineage import table_properties
 from cdclake.lake.naming import SOURCE_TABLE_PROPERTY
 from cdclake.schema.coltypes import arrow_type, canonical_type, quote_ident
+
+if TYPE_CHECKING:
+    from cdclake.jobs.layout import TableLayout
 
 META_DDL = "_cdc_op string, _cdc_seq string, _cdc_ts timestamp, _cdc_batch string, _cdc_bucket int, _cdc_key string"
 META_NAMES = ["_cdc_op", "_cdc_seq", "_cdc_ts", "_cdc_batch", "_cdc_bucket", "_cdc_key"]
@@ -115,19 +118,19 @@ def ensure_namespace(spark, namespace: str) -> None:
         spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")  # raises again only if it is still missing
 
 
-def ensure_tables(spark, source_table: str, layout: dict[str, Any], buckets: int) -> int:
+def ensure_tables(spark, source_table: str, layout: TableLayout, buckets: int) -> int:
     """Create the table and its change log, or add new columns; returns the bucket count.
 
     A table made before ``_cdc_key`` existed gets the column (empty; its first compaction is a full
     rewrite, see ROW_KEYS_PROPERTY) and the merge-on-read properties. Nothing is committed when the
     table is already as it should be.
     """
-    name = layout["spark_name"]
-    columns = [tuple(c) for c in layout["columns"]]
+    name = layout.spark_name
+    columns = list(layout.columns)
     common = {
         "format-version": "2",
         SOURCE_TABLE_PROPERTY: source_table,
-        "cdclake.keys": ",".join(layout["keys"]),
+        "cdclake.keys": ",".join(layout.keys or ()),
         "write.parquet.compression-codec": "zstd",
     }
     created = False
@@ -139,7 +142,7 @@ def ensure_tables(spark, source_table: str, layout: dict[str, Any], buckets: int
         _create(spark, name + LOG_SUFFIX, LOG_DDL, {**common, "cdclake.buckets": str(buckets)})
     else:
         buckets = _checked(spark, name, source_table, columns, common, buckets)
-    if layout.get("scd2"):
+    if layout.scd2:
         hist = name + HISTORY_SUFFIX
         hist_props = {**common, "cdclake.buckets": str(buckets)}
         # with a main table made just now, try to make its history table too, without a look first; one

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -30,6 +30,9 @@ from cdclake.lake.tables import BATCH_PROPERTY
 from cdclake.runtime.faults import fault_point
 from cdclake.schema.evolution import ColumnMap
 
+if TYPE_CHECKING:
+    from cdclake.jobs.layout import TableLayout
+
 
 def _with_event_part(spark, log_events, part_of: dict[str, int]):
     """``_cdc_part`` of each logged event: its key's component home, else its bucket (a broadcast join of
@@ -47,7 +50,7 @@ def fold_on_workers(
     spark,
     name: str,
     batch_dir: Path,
-    layout: dict[str, Any],
+    layout: TableLayout,
     log_events,
     mode: str,
     rewrite_buckets: list[int],
@@ -104,7 +107,7 @@ def fold_on_workers(
 
         folded = ev_parted.groupBy("_cdc_part").cogroup(current.groupBy("_cdc_part")).applyInArrow(fold, out_ddl)
 
-    merged_dir = batch_dir / "merged" / layout["identifier"]
+    merged_dir = batch_dir / "merged" / layout.identifier
     fault_point("compact:before-write")
     folded.write.mode("overwrite").parquet(str(merged_dir))
     merged = spark.read.schema(out_ddl).parquet(str(merged_dir))

@@ -59,7 +59,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cdclake.compaction.affected import Affected, find_affected
 from cdclake.compaction.batch_rows import RoutedBatch, Target, append_to_log, route_batch
@@ -81,6 +81,9 @@ from cdclake.lake.tables import BATCH_PROPERTY
 from cdclake.runtime.faults import fault_point
 from cdclake.schema.evolution import ColumnMap
 
+if TYPE_CHECKING:
+    from cdclake.jobs.layout import TableLayout
+
 logger = logging.getLogger(__name__)
 
 
@@ -89,7 +92,7 @@ def compact_table(
     batch_dir: Path,
     batch_id: str,
     source_table: str,
-    layout: dict[str, Any],
+    layout: TableLayout,
     default_buckets: int,
     full_refresh: bool = False,
 ) -> dict[str, Any]:
@@ -117,17 +120,17 @@ def compact_table(
         attempt += 1
 
 
-def _target(spark, source_table: str, layout: dict[str, Any], default_buckets: int) -> Target:
+def _target(spark, source_table: str, layout: TableLayout, default_buckets: int) -> Target:
     """The lake table of ``source_table`` (created, or its new columns added, first)."""
     buckets = ensure_tables(spark, source_table, layout, default_buckets)
     return Target(
-        name=layout["spark_name"],
-        keys=layout["keys"],
-        columns=[tuple(c) for c in layout["columns"]],
+        name=layout.spark_name,
+        keys=list(layout.keys or ()),
+        columns=list(layout.columns),
         buckets=buckets,
-        cmap=ColumnMap.from_dict(layout.get("column_map")),
-        identifier=layout["identifier"],
-        scd2=bool(layout.get("scd2")),
+        cmap=ColumnMap.from_dict(layout.column_map),
+        identifier=layout.identifier,
+        scd2=layout.scd2,
     )
 
 
@@ -136,7 +139,7 @@ def _compact_once(
     batch_dir: Path,
     batch_id: str,
     source_table: str,
-    layout: dict[str, Any],
+    layout: TableLayout,
     target: Target,
     full_refresh: bool,
     last: bool,
@@ -189,7 +192,7 @@ def _fold(
     spark,
     batch_dir: Path,
     batch_id: str,
-    layout: dict[str, Any],
+    layout: TableLayout,
     target: Target,
     batch: RoutedBatch,
     affected: Affected,
@@ -311,7 +314,7 @@ def _fold_on_workers_of(
     spark,
     batch_dir: Path,
     batch_id: str,
-    layout: dict[str, Any],
+    layout: TableLayout,
     target: Target,
     affected: Affected,
     mode: str,

@@ -9,7 +9,6 @@ several at once (:mod:`cdclake.compaction.runner`), one report with a line per t
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from cdclake.compaction.publish import SNAPSHOT_PROPERTY_CONF, branch_name
 from cdclake.compaction.runner import CompactFailed, compact_tables
 from cdclake.compaction.strategy import MAX_EXTRA_FILES_PROPERTY, MIN_ROWS_PROPERTY, MOR_MIN_BUCKET_ROWS
 from cdclake.compaction.table import compact_table
+from cdclake.jobs.layout import TableLayout, read_layouts
 from cdclake.staging.batch import read_manifest, write_report
 
 __all__ = [
@@ -57,8 +57,8 @@ def report_step(tables: list[str] | None) -> str:
     return f"compact-{digest}"
 
 
-def _refresh(spark, layout: dict[str, Any]) -> None:
-    name = layout["spark_name"]
+def _refresh(spark, layout: TableLayout) -> None:
+    name = layout.spark_name
     for table in (name, name + LOG_SUFFIX, name + HISTORY_SUFFIX):
         if spark.catalog.tableExists(table):
             spark.catalog.refreshTable(table)
@@ -94,15 +94,15 @@ def run(
 
     batch_dir = Path(batch_dir)
     manifest = read_manifest(batch_dir)
-    layouts = json.loads((batch_dir / "tables.json").read_text())
+    layouts = read_layouts(batch_dir)
     threads = threads or Settings.from_env().compact_threads
     report: dict[str, Any] = {}
     todo = []
     for source_table, layout in sorted(layouts.items()):
         if tables and source_table not in tables:
             continue
-        if layout.get("error"):
-            report[source_table] = {"status": "skipped", "error": layout["error"]}
+        if layout.error:
+            report[source_table] = {"status": "skipped", "error": layout.error}
         else:
             todo.append(source_table)
 
@@ -114,7 +114,7 @@ def run(
                 session, batch_dir, manifest.batch_id, source_table, layouts[source_table], buckets, full_refresh
             )
 
-    for namespace in sorted({layouts[t]["spark_name"].rsplit(".", 1)[0] for t in todo}):
+    for namespace in sorted({layouts[t].spark_name.rsplit(".", 1)[0] for t in todo}):
         ensure_namespace(spark, namespace)  # once, before the tables' sessions race to create it
     done, errors = compact_tables(spark, todo, compact_one, threads, shares)
     if len(todo) > 1 and threads > 1:  # committed from other sessions: this one's cached copies are stale

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from cdclake.compaction.lineage import current_schema_id, table_properties
+from cdclake.jobs.layout import LAYOUTS_FILE, TableLayout, read_layouts
 from cdclake.schema.changes import (
     ADD_COLUMN,
     CREATE_TABLE,
@@ -113,19 +114,19 @@ def _create_from_change(spark, table: str, doc: dict[str, Any], changes: list[Sc
     if not columns or not keys:
         return False
     ns, short = iceberg_identifier(table, manifest.namespace)
-    layout = {
-        "identifier": f"{ns}.{short}",
-        "spark_name": doc["spark_name"],
-        "keys": keys,
-        "columns": columns,
-        "scd2": table in manifest.scd2 or "*" in manifest.scd2,
-    }
+    layout = TableLayout(
+        identifier=f"{ns}.{short}",
+        spark_name=doc["spark_name"],
+        keys=tuple(keys),
+        columns=tuple(columns),
+        scd2=table in manifest.scd2 or "*" in manifest.scd2,
+    )
     ensure_tables(spark, table, layout, buckets)
     return True
 
 
 def apply_table(
-    spark, table: str, doc: dict[str, Any], layouts: dict[str, Any], manifest, buckets: int
+    spark, table: str, doc: dict[str, Any], layouts: dict[str, TableLayout], manifest, buckets: int
 ) -> dict[str, Any]:
     from cdclake.jobs.compact import HISTORY_SUFFIX, ensure_tables
 
@@ -138,7 +139,7 @@ def apply_table(
         return {"policy": policy, "ignored": len(changes), "applied": []}
     if not spark.catalog.tableExists(name):
         layout = layouts.get(table)
-        if layout and not layout.get("error"):
+        if layout is not None and not layout.error:
             ensure_tables(spark, table, layout, buckets)
         elif not _create_from_change(spark, table, doc, changes, manifest, buckets):
             return {"policy": policy, "status": "deferred", "applied": [], "pending": len(changes)}
@@ -204,8 +205,7 @@ def run(
     manifest = read_manifest(batch_dir)
     path = batch_dir / "schema_changes.json"
     docs = json.loads(path.read_text()) if path.exists() else {}
-    layouts_path = batch_dir / "tables.json"
-    layouts = json.loads(layouts_path.read_text()) if layouts_path.exists() else {}
+    layouts = read_layouts(batch_dir) if (batch_dir / LAYOUTS_FILE).exists() else {}
     todo = [table for table in sorted(docs) if not tables or table in tables]
     outcomes: dict[str, Any] = {}
 

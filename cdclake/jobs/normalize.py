@@ -13,7 +13,9 @@ a letter-case twin of another column); any other name is stored exactly.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +31,7 @@ from cdclake.events.batch import (
 from cdclake.events.change import ROW_OPS
 from cdclake.events.decoded import escape_table, is_per_table, publish_changelog
 from cdclake.jobs.decode import DECODED_SPARK_DDL
+from cdclake.jobs.layout import TableLayout, write_layouts
 from cdclake.lake.naming import column_name_problem, iceberg_identifier, spark_table_name
 from cdclake.schema.changes import ADD_COLUMN, SchemaChange
 from cdclake.schema.coltypes import canonical_type, type_from_engine, unify
@@ -57,7 +60,7 @@ def table_layout(
     event_keys: list[str] | None,
     configured_keys: list[str] | None,
     namespace: str | None,
-) -> dict[str, Any]:
+) -> TableLayout:
     """Columns, types and keys of one table (pure: the rules in one place).
 
     ``seen``: (column, kinds seen, format hint) in first-seen order;
@@ -75,14 +78,14 @@ def table_layout(
         known.add(name)
     keys = configured_keys or event_keys
     ns, table = iceberg_identifier(source_table, namespace)
-    return {
-        "identifier": f"{ns}.{table}",
-        "spark_name": spark_table_name(source_table, namespace),
-        "keys": keys,
-        "columns": columns,
-        "new_columns": new_columns,
-        "exists": existing is not None,
-    }
+    return TableLayout(
+        identifier=f"{ns}.{table}",
+        spark_name=spark_table_name(source_table, namespace),
+        keys=None if keys is None else tuple(keys),
+        columns=tuple(columns),
+        new_columns=tuple(new_columns),
+        exists=existing is not None,
+    )
 
 
 def unsafe_columns(seen: list[str], known: list[str], legacy: set[str], scd2: bool = False) -> dict[str, str]:
@@ -242,7 +245,7 @@ class _BatchNormalizer:
         self.state: dict[str, LakeState] = {}
         self.schema: Any = None  # schema.events.SchemaEventResult
         # the layouts, and the tables whose row events are quarantined
-        self.layouts: dict[str, Any] = {}
+        self.layouts: dict[str, TableLayout] = {}
         self.keyless: list[str] = []
         self.unsafe: dict[str, dict[str, str]] = {}
 
@@ -253,7 +256,7 @@ class _BatchNormalizer:
 
     def run(self) -> dict[str, Any]:
         if not self.event_dir.exists() and not self.carried_dirs:
-            write_json_atomic(self.batch_dir / "tables.json", {})
+            write_layouts(self.batch_dir, {})
             write_json_atomic(self.batch_dir / "schema_changes.json", {})
             write_report(self.batch_dir, "normalize", self.report)
             return self.report
@@ -417,7 +420,7 @@ class _BatchNormalizer:
                 continue  # only heartbeats, transaction markers, schema or DDL events: no lake table to write
             self.layouts[source_table] = self.layout_of(source_table, stats)
 
-    def layout_of(self, source_table: str, stats: dict[str, Any]) -> dict[str, Any]:
+    def layout_of(self, source_table: str, stats: dict[str, Any]) -> TableLayout:
         """One table's layout: its columns through the recorded and pending schema changes, new columns
         under the table's policy, names the lake cannot hold left out, and why its rows cannot be written."""
         _, existing, history = self.table_state(source_table)
@@ -446,26 +449,31 @@ class _BatchNormalizer:
             self.manifest.keys.get(source_table) or self.manifest.keys.get("*"),
             self.manifest.namespace,
         )
-        if existing is not None and layout["new_columns"]:
+        if existing is not None and layout.new_columns:
             if policy == "ignore":
-                cmap.dropped |= set(layout["new_columns"])
-                layout["columns"] = [c for c in layout["columns"] if c[0] not in layout["new_columns"]]
-                layout["ignored_columns"], layout["new_columns"] = layout["new_columns"], []
+                cmap.dropped |= set(layout.new_columns)
+                layout = replace(
+                    layout,
+                    columns=tuple(c for c in layout.columns if c[0] not in layout.new_columns),
+                    ignored_columns=layout.new_columns,
+                    new_columns=(),
+                )
             else:  # drift: a column first seen in records goes through the DDL step like any change
                 first_seen = {col: first for first, col, _, _ in seen}
                 self.schema.changes[source_table] = _with_drift(source_table, layout, pending, first_seen)
-        layout["column_map"] = cmap.to_dict()
-        layout["policy"] = policy
-        layout["counts"] = self.op_counts.get(source_table, {})
-        layout["ddl_truncates"] = sum(1 for t in self.schema.truncates if t["table"] == source_table)
-        layout["scd2"] = self.scd2(source_table)
-        if bad_columns:
-            layout["unsafe_columns"] = bad_columns
-        error = _key_error(source_table, layout["keys"]) if stats["row_events"] else None
+        error = _key_error(source_table, layout.keys) if stats["row_events"] else None
         if error:
             self.keyless.append(source_table)
-            layout["error"] = error
-        return layout
+        return replace(
+            layout,
+            column_map=cmap.to_dict(),
+            policy=policy,
+            counts=self.op_counts.get(source_table, {}),
+            ddl_truncates=sum(1 for t in self.schema.truncates if t["table"] == source_table),
+            scd2=self.scd2(source_table),
+            unsafe_columns=bad_columns or None,
+            error=error,
+        )
 
     def write_schema_changes(self) -> None:
         """``schema_changes.json`` (what the DDL step applies), the rejected DDL events, and their counts."""
@@ -544,7 +552,7 @@ class _BatchNormalizer:
             return 0
         error = F.lit(None).cast("string")
         if self.keyless:
-            reasons = F.create_map(*[x for t in self.keyless for x in (F.lit(t), F.lit(self.layouts[t]["error"]))])
+            reasons = F.create_map(*[x for t in self.keyless for x in (F.lit(t), F.lit(self.layouts[t].error))])
             error = F.when(F.col("table").isin(*self.keyless), reasons[F.col("table")])
         if self.unsafe:
             error = F.coalesce(error, _unsafe_reason(self.unsafe))
@@ -566,19 +574,19 @@ class _BatchNormalizer:
         report["row_events"] = sum(r["row_events"] for r in per_table.values())
         report["non_row_events"] = report["events"] - report["row_events"] - len(self.schema.rejects)
         report["quarantined"] = quarantined + len(self.schema.rejects)
-        write_json_atomic(self.batch_dir / "tables.json", self.layouts)
+        write_layouts(self.batch_dir, self.layouts)
         write_report(self.batch_dir, "normalize", report)
         return report
 
 
 def _with_drift(
-    source_table: str, layout: dict[str, Any], pending: list[SchemaChange], first_seen: dict[str, Any]
+    source_table: str, layout: TableLayout, pending: list[SchemaChange], first_seen: dict[str, Any]
 ) -> list[SchemaChange]:
     """``pending`` and an ADD COLUMN for each new column no schema change announced (drift: a column first seen
     in records goes through the DDL step like any change), located where it was first seen."""
     announced = {c.column for c in pending if c.kind == ADD_COLUMN}
-    types = dict(layout["columns"])
-    for col in layout["new_columns"]:
+    types = dict(layout.columns)
+    for col in layout.new_columns:
         if col in announced:
             continue
         seq, file, offset = (first_seen.get(col) or (None, None, None))[:3]
@@ -598,7 +606,7 @@ def _with_drift(
     return pending
 
 
-def _key_error(source_table: str, keys: list[str] | None) -> str | None:
+def _key_error(source_table: str, keys: Sequence[str] | None) -> str | None:
     """Why the row events of a table with these primary-key columns cannot be written (None: they can)."""
     if not keys:
         return (
@@ -607,7 +615,7 @@ def _key_error(source_table: str, keys: list[str] | None) -> str | None:
         )
     if any("," in k or column_name_problem(k) for k in keys):  # the table property cdclake.keys is comma-separated
         return (
-            f"table {source_table}: primary-key column names {keys!r} cannot be stored (a comma, "
+            f"table {source_table}: primary-key column names {list(keys)!r} cannot be stored (a comma, "
             "or a name the lake refuses); rename the key columns at the source"
         )
     return None

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from cdclake.compaction.lineage import table_properties
+from cdclake.jobs.layout import LAYOUTS_FILE, TableLayout, write_layouts
 from cdclake.staging.batch import Manifest, read_manifest, write_json_atomic, write_report
 
 REBUILD_DIR = "_rebuild"
@@ -30,7 +31,7 @@ def source_batches(source_dir: Path) -> list[Path]:
     return sorted(found, key=lambda d: ((d / "manifest.json").stat().st_mtime, d.name))
 
 
-def _table_layout(spark, source_table: str, manifest: Manifest) -> dict[str, Any] | None:
+def _table_layout(spark, source_table: str, manifest: Manifest) -> TableLayout | None:
     from cdclake.jobs.normalize import existing_columns, recorded_history
     from cdclake.lake.naming import iceberg_identifier, spark_table_name
     from cdclake.schema.evolution import column_map
@@ -41,22 +42,22 @@ def _table_layout(spark, source_table: str, manifest: Manifest) -> dict[str, Any
         return None
     props = table_properties(spark, name)
     ns, short = iceberg_identifier(source_table, manifest.namespace)
-    return {
-        "identifier": f"{ns}.{short}",
-        "spark_name": name,
-        "keys": [k for k in props.get("cdclake.keys", "").split(",") if k],
-        "columns": columns,
-        "new_columns": [],
-        "exists": True,
-        "column_map": column_map(recorded_history(spark, name)).to_dict(),
-        "scd2": source_table in manifest.scd2 or "*" in manifest.scd2,
-    }
+    return TableLayout(
+        identifier=f"{ns}.{short}",
+        spark_name=name,
+        keys=tuple(k for k in props.get("cdclake.keys", "").split(",") if k),
+        columns=tuple(columns),
+        new_columns=(),
+        exists=True,
+        column_map=column_map(recorded_history(spark, name)).to_dict(),
+        scd2=source_table in manifest.scd2 or "*" in manifest.scd2,
+    )
 
 
 def known_tables(batches: list[Path]) -> list[str]:
     tables: set[str] = set()
     for batch in batches:
-        path = batch / "tables.json"
+        path = batch / LAYOUTS_FILE
         if path.exists():
             tables |= set(json.loads(path.read_text()))
     return sorted(tables)
@@ -73,12 +74,12 @@ def from_changelog(spark, source_dir: Path, tables: list[str], run_id: str, buck
     work = source_dir / REBUILD_DIR / run_id
     manifest = Manifest(**{**latest.__dict__, "batch_id": f"rebuild-{run_id}", "files": []})
     write_json_atomic(work / "manifest.json", manifest.to_json())
-    layouts = {}
+    layouts: dict[str, TableLayout] = {}
     for table in tables:
         layout = _table_layout(spark, table, manifest)
         if layout is not None:
             layouts[table] = layout
-    write_json_atomic(work / "tables.json", layouts)
+    write_layouts(work, layouts)
     ddl = DECODED_SPARK_DDL.replace("kind string, ", "").replace(", error string, raw binary", "")
     spark.createDataFrame([], ddl + ", _batch string").write.mode("overwrite").parquet(str(work / "changelog"))
     result = compact.run(spark, work, tables=sorted(layouts), buckets=buckets, full_refresh=True) if layouts else {}

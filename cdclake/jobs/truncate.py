@@ -11,10 +11,10 @@ of the batch after the truncate land correctly. Both commits are marked with
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from cdclake.jobs.layout import LAYOUTS_FILE, TableLayout, read_layouts
 from cdclake.lake.tables import BATCH_PROPERTY
 from cdclake.staging.batch import read_manifest, write_report
 
@@ -33,21 +33,19 @@ def _truncate_rows(spark, batch_dir: Path):
 
 def has_truncates(batch_dir: str | Path) -> bool:
     """True when normalize found a TRUNCATE for a table of this batch (the DAG skips the step otherwise)."""
-    path = Path(batch_dir) / "tables.json"
-    if not path.exists():
+    if not (Path(batch_dir) / LAYOUTS_FILE).exists():
         return False
-    layouts = json.loads(path.read_text())
-    return any(layout.get("counts", {}).get("TRUNCATE") or layout.get("ddl_truncates") for layout in layouts.values())
+    return any(layout.has_truncates for layout in read_layouts(batch_dir).values())
 
 
-def truncate_table(spark, batch_id: str, source_table: str, layout: dict[str, Any], rows, buckets: int):
+def truncate_table(spark, batch_id: str, source_table: str, layout: TableLayout, rows, buckets: int):
     from pyspark.sql import functions as F
 
     from cdclake.compaction.lineage import snapshot_info
     from cdclake.jobs.compact import LOG_SUFFIX, TRUNCATE_BUCKET, ensure_tables
     from cdclake.jobs.normalize import DDL_TRUNCATE_META
 
-    name = layout["spark_name"]
+    name = layout.spark_name
     log_name = name + LOG_SUFFIX
     ensure_tables(spark, source_table, layout, buckets)
     marker = batch_id + MARK
@@ -99,16 +97,16 @@ def truncate_table(spark, batch_id: str, source_table: str, layout: dict[str, An
 def run(spark, batch_dir: str | Path, buckets: int = 16, tables: list[str] | None = None) -> dict[str, Any]:
     batch_dir = Path(batch_dir)
     manifest = read_manifest(batch_dir)
-    layouts = json.loads((batch_dir / "tables.json").read_text())
+    layouts = read_layouts(batch_dir)
     rows = _truncate_rows(spark, batch_dir) if has_truncates(batch_dir) else None  # none: no Spark job
     report: dict[str, Any] = {}
     if rows is not None:
         found = sorted({r["table"] for r in rows.select("table").distinct().collect()})
         for source_table in [t for t in found if not tables or t in tables]:
             layout = layouts.get(source_table)
-            if not layout or layout.get("error"):
+            if layout is None or layout.error:
                 n = rows.where(rows["table"] == source_table).count()
-                report[source_table] = {"status": "skipped", "truncates": n, "error": (layout or {}).get("error")}
+                report[source_table] = {"status": "skipped", "truncates": n, "error": layout.error if layout else None}
                 continue
             report[source_table] = truncate_table(spark, manifest.batch_id, source_table, layout, rows, buckets)
     write_report(batch_dir, "truncate", report)
