@@ -57,7 +57,7 @@ CONNECT_TIME = "org.apache.kafka.connect.data.Time"
 CONNECT_TIMESTAMP = "org.apache.kafka.connect.data.Timestamp"
 VARIABLE_SCALE_DECIMAL = "io.debezium.data.VariableScaleDecimal"
 
-_INT_TYPES = frozenset({"int8", "int16", "int32", "int64"})
+INT_TYPES = frozenset({"int8", "int16", "int32", "int64"})
 _FLOAT_TYPES = frozenset({"float", "double", "float32", "float64"})  # JsonConverter writes float/double
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _NAIVE_EPOCH = dt.datetime(1970, 1, 1)
@@ -72,7 +72,7 @@ _DECIMAL_TEXT = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0
 _TIME = re.compile(r"(\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?\s*(Z|z|[+-]\d{2}(?::?\d{2})?)?")
 
 #: Logical types whose values are epoch-based integers: name -> (kind, units per second).
-_INTEGER_LOGICAL = {
+INTEGER_LOGICAL = {
     CONNECT_DATE: ("date", 0),
     "io.debezium.time.Date": ("date", 0),
     CONNECT_TIME: ("time", 1_000),
@@ -129,7 +129,7 @@ def _params(schema: dict[str, Any]) -> dict[str, Any]:
     return params if isinstance(params, dict) else {}
 
 
-def _int_param(schema: dict[str, Any], name: str) -> int | None:
+def int_param(schema: dict[str, Any], name: str) -> int | None:
     value = _params(schema).get(name)
     if isinstance(value, bool):
         return None
@@ -148,7 +148,7 @@ def _source_decimal(schema: dict[str, Any]) -> bool:
 
 def decimal_scale(schema: dict[str, Any]) -> int:
     """``parameters.scale`` of a Decimal schema (Kafka Connect writes it as a string)."""
-    scale = _int_param(schema, "scale")
+    scale = int_param(schema, "scale")
     if scale is None:
         raise ConnectValueError("the Decimal schema has no integer parameters.scale")
     return scale
@@ -161,8 +161,8 @@ def column_type(schema: Any) -> str | None:
     kind, name = schema.get("type"), schema.get("name")
     if isinstance(name, str):
         if name == CONNECT_DECIMAL:
-            scale = _int_param(schema, "scale")
-            precision = _int_param(schema, "connect.decimal.precision")
+            scale = int_param(schema, "scale")
+            precision = int_param(schema, "connect.decimal.precision")
             if scale is None or scale < 0:
                 return None
             if precision is None:
@@ -170,8 +170,8 @@ def column_type(schema: Any) -> str | None:
             if not 0 < precision <= 38 or scale > precision:
                 return "string"  # wider than Iceberg decimals: kept exact as text
             return canonical_type(f"decimal({precision},{scale})")
-        if name in _INTEGER_LOGICAL:
-            return _KIND_TYPES[_INTEGER_LOGICAL[name][0]]
+        if name in INTEGER_LOGICAL:
+            return _KIND_TYPES[INTEGER_LOGICAL[name][0]]
         if name in _STRING_LOGICAL:
             return _KIND_TYPES[_STRING_LOGICAL[name]]
         if name == VARIABLE_SCALE_DECIMAL or _VENDOR_DECIMAL.fullmatch(name):
@@ -181,12 +181,12 @@ def column_type(schema: Any) -> str | None:
         if name == "io.debezium.time.Year":
             return "bigint"
     if kind == "string" and _source_decimal(schema):
-        precision = _int_param(schema, "__debezium.source.column.length")
-        scale = _int_param(schema, "__debezium.source.column.scale") or 0
+        precision = int_param(schema, "__debezium.source.column.length")
+        scale = int_param(schema, "__debezium.source.column.scale") or 0
         if precision is not None and 0 < precision <= 38 and 0 <= scale <= precision:
             return canonical_type(f"decimal({precision},{scale})")
         return "string"
-    if kind in _INT_TYPES:
+    if kind in INT_TYPES:
         return "bigint"
     if kind in _FLOAT_TYPES:
         return "double"
@@ -286,9 +286,9 @@ def convert_row(row: dict[str, Any], struct_schema: Any) -> dict[str, Any]:
     """A row image converted column by column (columns without a field schema kept as parsed).
 
     A value that is already its field's canonical value (a JSON integer of an ``int64`` field,
-    a string of a plain ``string`` field: :func:`_kept_types`) is kept without a call; a Connect
+    a string of a plain ``string`` field: :func:`kept_types`) is kept without a call; a Connect
     Decimal or an integer date, time or timestamp takes its field's happy path
-    (:func:`_happy_path`); the rest, wrong types and bad values included, go through
+    (:func:`happy_path`); the rest, wrong types and bad values included, go through
     :func:`convert_value`, so every reason is its own.
     """
     fields, kept, happy = memoized("row", _row_plan, struct_schema)
@@ -298,7 +298,7 @@ def convert_row(row: dict[str, Any], struct_schema: Any) -> dict[str, Any]:
             out[name] = value
             continue
         path = happy.get(name)
-        if path is not None and (converted := path(value)) is not _ANOTHER_WAY:
+        if path is not None and (converted := path(value)) is not ANOTHER_WAY:
             out[name] = converted
             continue
         out[name] = convert_value(value, fields.get(name), name)
@@ -307,60 +307,60 @@ def convert_row(row: dict[str, Any], struct_schema: Any) -> dict[str, Any]:
 
 def _row_plan(struct_schema: Any) -> tuple[dict[str, dict[str, Any]], dict[str, tuple[type, ...]], dict[str, Any]]:
     fields = _struct_fields(struct_schema) or {}
-    kept = {name: types for name, spec in fields.items() if (types := _kept_types(spec))}
-    return fields, kept, {name: path for name, spec in fields.items() if (path := _happy_path(spec))}
+    kept = {name: types for name, spec in fields.items() if (types := kept_types(spec))}
+    return fields, kept, {name: path for name, spec in fields.items() if (path := happy_path(spec))}
 
 
 #: What a happy path returns for a value it leaves to :func:`convert_value`.
-_ANOTHER_WAY = object()
+ANOTHER_WAY = object()
 
 
-def _happy_path(schema: dict[str, Any]) -> Any:
+def happy_path(schema: dict[str, Any]) -> Any:
     """For a Connect Decimal of base64 bytes and an integer date, time or timestamp: a function giving
     :func:`_convert`'s value for the common case (the schema read once, not per value), or
-    :data:`_ANOTHER_WAY` for anything else (text with blanks, a number, a bad value), which
+    :data:`ANOTHER_WAY` for anything else (text with blanks, a number, a bad value), which
     :func:`convert_value` then converts or words. None for other field schemas."""
     kind, name = schema.get("type"), schema.get("name")
     if name == CONNECT_DECIMAL and kind == "bytes":
-        scale = _int_param(schema, "scale")
+        scale = int_param(schema, "scale")
         if scale is None:
             return None
 
         def decimal(value: Any) -> Any:
             if type(value) is not str:
-                return _ANOTHER_WAY
+                return ANOTHER_WAY
             try:
                 raw = base64.b64decode(value, validate=True)
             except (binascii.Error, ValueError):
-                return _ANOTHER_WAY
+                return ANOTHER_WAY
             if not raw or len(raw) > MAX_DECIMAL_BYTES:
-                return _ANOTHER_WAY
+                return ANOTHER_WAY
             return Decimal(f"{int.from_bytes(raw, 'big', signed=True)}E{-scale}")
 
         return decimal
-    if name in _INTEGER_LOGICAL and kind in _INT_TYPES:
-        logical, units = _INTEGER_LOGICAL[name]
+    if name in INTEGER_LOGICAL and kind in INT_TYPES:
+        logical, units = INTEGER_LOGICAL[name]
         text = _LOGICAL_TEXT[logical]
 
         def integer(value: Any) -> Any:
             if type(value) is not int:
-                return _ANOTHER_WAY
+                return ANOTHER_WAY
             try:
                 return text(value, units)
             except ValueError:
-                return _ANOTHER_WAY
+                return ANOTHER_WAY
 
         return integer
     return None
 
 
-def _kept_types(schema: dict[str, Any]) -> tuple[type, ...]:
+def kept_types(schema: dict[str, Any]) -> tuple[type, ...]:
     """Python types (exactly, so ``bool`` is not an ``int``) :func:`_convert` returns unchanged
     for this field schema; () when every value must be converted."""
     if schema.get("name") is not None:
         return ()
     kind = schema.get("type")
-    if kind in _INT_TYPES:
+    if kind in INT_TYPES:
         return (int,)
     if kind in _FLOAT_TYPES:
         return (int, Decimal)
@@ -416,7 +416,7 @@ def _convert(value: Any, schema: dict[str, Any], column: str, depth: int) -> Any
         converted = _convert_named(value, kind, name, schema, column)
         if converted is not _UNNAMED:
             return converted
-    if kind in _INT_TYPES:
+    if kind in INT_TYPES:
         number = _integer(value)
         if number is None:
             raise _wrong(value, kind, name, column, "an integer")
@@ -477,11 +477,11 @@ def _convert_named(value: Any, kind: Any, name: str, schema: dict[str, Any], col
             return decode_variable_scale_decimal(value)
         except ConnectValueError as exc:
             raise ConnectValueError(f"column {column}: {exc}") from None
-    if name in _INTEGER_LOGICAL and kind in _INT_TYPES:
+    if name in INTEGER_LOGICAL and kind in INT_TYPES:
         number = _integer(value)
         if number is None:
             raise _wrong(value, kind, name, column, "an integer")
-        logical_kind, units = _INTEGER_LOGICAL[name]
+        logical_kind, units = INTEGER_LOGICAL[name]
         try:
             return _integer_logical(logical_kind, number, units)
         except ValueError as exc:
@@ -556,7 +556,7 @@ def _convert_nested(value: Any, kind: Any, name: Any, schema: dict[str, Any], co
 
 
 def _integer_logical(kind: str, number: int, units: int) -> str:
-    """An integer of a logical type (``_INTEGER_LOGICAL``: date, time or timestamp) as its text."""
+    """An integer of a logical type (``INTEGER_LOGICAL``: date, time or timestamp) as its text."""
     return _LOGICAL_TEXT[kind](number, units)
 
 

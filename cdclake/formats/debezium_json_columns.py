@@ -100,9 +100,9 @@ class _Plan:
         self.structs = {image: envelope_fields.get(image) for image in ("before", "after")}
         self.kinds = {image: _kinds(struct) for image, struct in self.structs.items()}
         #: per image, per column of a Connect decimal or an integer date, time or timestamp: the reference's
-        #: conversion of its common case (``_kafka_connect._happy_path``)
+        #: conversion of its common case (``_kafka_connect.happy_path``)
         self.happy = {
-            image: {n: f for n, spec in (kc.struct_fields(struct) or {}).items() if (f := kc._happy_path(spec))}
+            image: {n: f for n, spec in (kc.struct_fields(struct) or {}).items() if (f := kc.happy_path(spec))}
             for image, struct in self.structs.items()
         }
         before_types, after_types = (kc.column_types(self.structs[i]) for i in ("before", "after"))
@@ -129,13 +129,13 @@ def _kinds(struct: Any) -> dict[str, int]:
 
 def _kind(spec: dict[str, Any]) -> int:
     """A field's kind: a Connect decimal or an integer date or timestamp (the happy path's,
-    ``_kafka_connect._happy_path``), else by the types the reference keeps."""
+    ``_kafka_connect.happy_path``), else by the types the reference keeps."""
     if spec.get("name") == kc.CONNECT_DECIMAL and spec.get("type") == "bytes":  # the happy path's decimals
-        decimal = connect_decimal_kind(kc._int_param(spec, "scale"))
+        decimal = connect_decimal_kind(kc.int_param(spec, "scale"))
         if decimal is not None:
             return decimal
-    logical = kc._INTEGER_LOGICAL.get(spec.get("name")) if spec.get("type") in kc._INT_TYPES else None  # type: ignore[arg-type]
-    return EPOCH_KINDS.get(logical, CONVERT) if logical else kind_of_kept(kc._kept_types(spec))
+    logical = kc.INTEGER_LOGICAL.get(spec.get("name")) if spec.get("type") in kc.INT_TYPES else None  # type: ignore[arg-type]
+    return EPOCH_KINDS.get(logical, CONVERT) if logical else kind_of_kept(kc.kept_types(spec))
 
 
 def _plan(plans: dict[bytes, _Plan | None], raw: bytes) -> _Plan | None:
@@ -316,7 +316,7 @@ def _happy_text(happy: Any, text: str) -> str | None:
     else:
         return None
     converted = happy(value)
-    return None if converted is kc._ANOTHER_WAY else value_text(converted)
+    return None if converted is kc.ANOTHER_WAY else value_text(converted)
 
 
 def _converted(decoder: DebeziumJsonDecoder, struct: Any, column: str, text: str) -> Any:

@@ -18,9 +18,9 @@ from cdclake.formats._connect_decimals import connect_decimal_kind, with_connect
 
 def _reference(text: str, scale: int) -> str | None:
     """The happy path's JSON text of one value (None: it leaves the value to the whole conversion)."""
-    happy = kc._happy_path({"type": "bytes", "name": kc.CONNECT_DECIMAL, "parameters": {"scale": str(scale)}})
+    happy = kc.happy_path({"type": "bytes", "name": kc.CONNECT_DECIMAL, "parameters": {"scale": str(scale)}})
     converted = happy(json.loads(text))
-    return None if converted is kc._ANOTHER_WAY else value_text(converted)
+    return None if converted is kc.ANOTHER_WAY else value_text(converted)
 
 
 def _columns(texts: list[str], scales: list[int], probed: list[bool] | None = None):
