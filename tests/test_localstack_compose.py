@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from local_stack.compose import Placement, interpolate, load_services, read_env_file
+from local_stack.stack import minio_buckets
 
-from cdclake.localstack.compose import Placement, interpolate, load_services, read_env_file
-from cdclake.localstack.stack import minio_buckets
 from cdclake.runtime.settings import REPO_ROOT
 
 PORTS = {

@@ -122,7 +122,7 @@ def test_no_staging_yet(tmp_path: Path) -> None:
 # The plugin in a running Airflow API server, through headless Chromium
 # ---------------------------------------------------------------------------
 
-from cdclake.localstack.browser import CHROMIUM, CHROMIUM_ARGS  # noqa: E402  (one list of browser flags)
+from local_stack.browser import CHROMIUM, CHROMIUM_ARGS  # noqa: E402  (one list of browser flags)
 
 
 def _chromium() -> str:

@@ -3,7 +3,7 @@
 PostgreSQL (Airflow's metadata DB and the Iceberg JDBC catalog), moto's S3 server (landing bucket
 and ``s3://warehouse/lake``), a Spark standalone master and worker, and Airflow's api-server,
 scheduler and dag-processor with the LocalExecutor, each started from the compose file's own
-settings (``cdclake.localstack``). Runs are started through the REST API and the ``airflow`` CLI;
+settings (``local_stack``). Runs are started through the REST API and the ``airflow`` CLI;
 the lake is read with pyiceberg through the PostgreSQL catalog and S3; the monitoring page is
 opened in headless Chromium after a real login. Nothing is mocked.
 
@@ -23,11 +23,11 @@ from typing import Any
 
 import pytest
 import yaml
+from local_stack.airflow_api import AirflowApi
+from local_stack.stack import LocalStack, require_tools
 
 from cdclake import samples
 from cdclake.events.change import to_json
-from cdclake.localstack.airflow_api import AirflowApi
-from cdclake.localstack.stack import LocalStack, require_tools
 from cdclake.runtime.settings import REPO_ROOT
 
 pytestmark = pytest.mark.stack
@@ -299,9 +299,8 @@ def test_backfill_of_a_scheduled_source_stages_each_file_once_and_repeats_as_a_n
 
 def test_monitoring_page_after_a_real_login_shows_the_runs(stack: dict[str, Any]) -> None:
     """Headless Chromium logs in through Airflow's login page and reads the cdclake page; screenshot kept."""
+    from local_stack.browser import CHROMIUM_ARGS, chromium
     from playwright.sync_api import sync_playwright
-
-    from cdclake.localstack.browser import CHROMIUM_ARGS, chromium
 
     local = stack["local"]
     assert stack["runs"], "the runs of the tests above are what the page must show"
