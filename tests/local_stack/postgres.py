@@ -13,7 +13,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from cdclake.localstack.processes import Service, run
+from local_stack.processes import Service, run
 
 INSTALL_HINT = "PostgreSQL server missing: apt-get install postgresql (`make stack-deps`)"
 

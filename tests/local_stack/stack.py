@@ -2,7 +2,7 @@
 
 What each compose service becomes here (docs/docker.md, "The same stack without Docker"):
 
-- ``postgres``: Debian's PostgreSQL server, a private cluster (:mod:`cdclake.localstack.postgres`);
+- ``postgres``: Debian's PostgreSQL server, a private cluster (:mod:`local_stack.postgres`);
 - ``minio`` + ``minio-init``: moto's S3 server (``moto_server``) and the buckets ``mc mb`` creates;
 - ``spark-master`` / ``spark-worker``: the compose commands (the pyspark wheel's ``spark-class``);
 - ``airflow-init``, ``airflow-apiserver``, ``airflow-scheduler``, ``airflow-dag-processor``: the
@@ -27,10 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cdclake.localstack.compose import LOCALHOST, Placement, load_services, read_env_file
-from cdclake.localstack.postgres import Postgres
-from cdclake.localstack.processes import Service, free_port, http_ok, run
 from cdclake.runtime.settings import REPO_ROOT
+from local_stack.compose import LOCALHOST, Placement, load_services, read_env_file
+from local_stack.postgres import Postgres
+from local_stack.processes import Service, free_port, http_ok, run
 
 VENV_BIN = Path(sys.executable).parent
 #: Services started, in order (compose's depends_on order); the triggerer is not needed.
@@ -280,7 +280,7 @@ def minio_buckets(init_service: dict[str, Any]) -> list[str]:
 
 def require_tools() -> None:
     """Fail early with the install hint when something the stack runs is missing."""
-    from cdclake.localstack.postgres import postgres_bin
+    from local_stack.postgres import postgres_bin
 
     postgres_bin()
     for tool in ("java", "runuser"):
