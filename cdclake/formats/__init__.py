@@ -16,13 +16,11 @@ import pkgutil
 
 #: Modules of this package exported as themselves.
 _MODULES = (
-    "cdl_json_columns",
     "columnar",
     "datahub_blob",
     "datahub_blob_columns",
     "datahub_tuple",
     "debezium_json",
-    "debezium_json_columns",
     "goldengate_delimited",
     "goldengate_json",
     "goldengate_json_columns",
@@ -80,14 +78,12 @@ __all__ = [
     "GoldenGateXmlDecoder",
     "Malformed",
     "QlikAvroDecoder",
-    "cdl_json_columns",
     "codec_problem",
     "columnar",
     "datahub_blob",
     "datahub_blob_columns",
     "datahub_tuple",
     "debezium_json",
-    "debezium_json_columns",
     "goldengate_delimited",
     "goldengate_json",
     "goldengate_json_columns",

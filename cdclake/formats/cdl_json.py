@@ -39,12 +39,14 @@ import base64
 import binascii
 import datetime as dt
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
-from cdclake.events.change import ChangeEvent, Rejected
+from msgspec import Raw
+
+from cdclake.events.change import ChangeEvent, Rejected, joined_text, meta_text
 from cdclake.formats import _kafka_connect as kc
 from cdclake.formats._datahub import (
     JsonRecord,
@@ -57,8 +59,20 @@ from cdclake.formats._datahub import (
     scan_json,
     short,
 )
+from cdclake.formats.columnar import (
+    DATE_DAYS,
+    SCHEMA_READER,
+    TEXT_DECIMAL,
+    TS_MILLIS,
+    UNNAMED,
+    EnvelopeColumns,
+    EnvelopeReader,
+    SpanRow,
+    kind_of_kept,
+    reference_converter,
+)
 from cdclake.options import Options
-from cdclake.registry import Decoder, register
+from cdclake.registry import Decoder, register, register_columns
 
 if TYPE_CHECKING:
     pass
@@ -474,3 +488,104 @@ def _decimal(value: Any, wrong: Any) -> Decimal:
         except InvalidOperation:  # pragma: no cover - the pattern only lets numbers through
             pass
     raise wrong("expected a decimal number")
+
+
+# --- the columnar path (the decode task's: formats.columnar.EnvelopeColumns over this module's rules) --------
+
+#: The payload members the columnar path reads, in the order CDL writes them (any other: the reference reads).
+_COLUMNAR_PAYLOAD: dict[str, object] = {
+    "DATA_STORE": Any,
+    "SEG_OWNER": Any,
+    "TABLE_NAME": Any,
+    "TIMESTAMP": Any,
+    "OPERATION": Any,
+    "LOB_COLUMNS": Any,
+    "transaction": Any,
+    "unique": Any,
+    "data": dict[str, Raw] | None,
+    "before": dict[str, Raw] | None,
+    "message_version": Any,
+    "message_type": Any,
+    "HEARTBEAT_IDENTIFIER": Any,
+}
+_IMAGES = ("before", "data")
+#: ``connect_value``'s integer dates and timestamps (``millis_text``; ``from_epoch`` in days): converted at once.
+_EPOCH_NAMES = {CONNECT + "Timestamp": TS_MILLIS, CONNECT + "Date": DATE_DAYS}
+
+
+class _ColumnPlan:
+    """:func:`schema_plan` of one schema block, and how each image column's values are judged."""
+
+    __slots__ = ("fields", "hints_text", "kinds")
+
+    def __init__(self, schema: Any) -> None:
+        self.fields, _, hints = kc.memoized("cdl-plan", schema_plan, schema)
+        #: the last member of every meta of the schema's events, written once (``events.joined_text``)
+        self.hints_text = meta_text({"column_types": dict(hints)} if hints else {})
+        self.kinds = {
+            image: {col: _kind(spec) for col, spec in self.fields.get(image, {}).items()} for image in _IMAGES
+        }
+
+
+def _kind(spec: dict[str, Any]) -> int:
+    """A field's kind: an integer date or timestamp, the vendor's text decimal (``_decimal`` of any JSON type),
+    any value kept for a type ``connect_value`` does not check (CDL's ``double``), else by the types the
+    reference keeps (:func:`kept_types`)."""
+    name = spec.get("name")
+    if isinstance(name, str) and name.endswith(".cdc.data.Decimal") and name not in _EPOCH_NAMES:
+        return TEXT_DECIMAL
+    if name is None and spec.get("type") not in CHECKED_TYPES:
+        return UNNAMED
+    return _EPOCH_NAMES.get(name, kind_of_kept(kept_types(spec)))  # type: ignore[arg-type]
+
+
+@register_columns("cdl-json")
+class CdlJsonColumns(EnvelopeColumns):
+    """CDL's usual records (one compact ``{"schema", "payload"}`` record per line, UTF-8, the payload members CDL
+    writes in its order) a span at a time: every scalar and ``meta`` from :func:`envelope`, the image values by
+    :func:`connect_value` where they are not kept as their text (docs/decisions 0044). Where it stops (the
+    reference reads the span): anything :func:`envelope` or :func:`check_images` refuses, heartbeats, a delete
+    keyed by ``unique`` alone or carrying a data image, a bare payload, a member CDL does not write, blanks."""
+
+    reader = EnvelopeReader("Cdl", _COLUMNAR_PAYLOAD, images=dict.fromkeys(_IMAGES, Raw))
+    image_members = _IMAGES
+
+    def __init__(self, decoder: CdlJsonDecoder) -> None:
+        super().__init__(decoder)
+        #: one list object per distinct key list: the column converts each once (``columnar.repeated_values``)
+        self.key_lists: dict[tuple[str, ...], list[str]] = {}
+
+    def read_plan(self, schema: bytes) -> _ColumnPlan | None:
+        try:
+            return _ColumnPlan(SCHEMA_READER.decode(schema.decode("utf-8")))
+        except (ValueError, RecursionError, RecordError):
+            return None
+
+    def row(self, payload: dict[str, Any], plan: _ColumnPlan) -> SpanRow | None:
+        decoder: CdlJsonDecoder = self.decoder  # type: ignore[assignment]
+        try:
+            env = envelope(decoder, payload)
+            check_images(env.op, *env.images.values())  # a delete keyed by ``unique`` alone: the reference's
+        except RecordError:
+            return None
+        if env.op == "HEARTBEAT" or (env.op == "DELETE" and env.images["data"] is not None):
+            return None  # the reference converts, then drops, the data image of a delete
+        keys = decoder.keys
+        if not keys and env.unique:
+            names = tuple(env.unique)
+            keys = self.key_lists.get(names) or self.key_lists.setdefault(names, list(names))
+        meta = joined_text(meta_text(env.meta), plan.hints_text)
+        before, after = env.images["before"], env.images["data"]
+        return SpanRow(
+            env.table, env.op, env.seq, env.event_ts, env.tx_id, None, keys or None, before, after, plan, meta
+        )
+
+    def kinds(self, plan: _ColumnPlan, image: str) -> dict[str, int]:
+        return plan.kinds[image]
+
+    def converter(self, image: str, plans: list[_ColumnPlan]) -> Callable[[int, str, str, bool], Any]:
+        return reference_converter(
+            lambda owner, column, value: connect_value(
+                column, image, plans[owner].fields.get(image, {}).get(column), value
+            )
+        )

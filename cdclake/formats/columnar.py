@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -764,3 +765,145 @@ def writer_order(names: tuple[str, ...], canonical: list[str]) -> list[str]:
             later = [order.index(n) for n in canonical[index + 1 :] if n in order]
             order.insert(min(later) if later else len(order), name)
     return order
+
+
+@dataclass(slots=True)
+class SpanRow:
+    """One record of a span as :class:`EnvelopeColumns` keeps it: the scalars its format's envelope gives, the
+    images as read (a dict of ``Raw`` texts, or with ``split`` the ``Raw`` object text; None), its schema
+    plan, and what the format needs to write its ``meta`` (:meth:`EnvelopeColumns.metas`)."""
+
+    table: str
+    op: str
+    seq: str
+    event_ts: Any
+    tx_id: str | None
+    tx_pos: int | None
+    keys: list[str] | None
+    before: Any
+    after: Any
+    plan: Any
+    meta: Any
+
+
+class EnvelopeColumns(SpanReader):
+    """The columnar engine of the formats whose records are ``{"schema", "payload"}`` objects (Kafka Connect's
+    shape: Debezium JSON, CDL JSON): msgspec reads a span's records at once (:attr:`reader`), each distinct schema
+    block is planned once (:meth:`read_plan`, kept per decoder), each record's scalars come from the format's own
+    envelope (:meth:`row`, None where the path stops), and the image values are judged a column at a time
+    (:func:`image_array` by the plan's kinds, the rest through the format's converter). A format states only
+    those hooks, next to its reference decoder; the rules are the reference's."""
+
+    #: the records' reader (member names and images as the format writes them)
+    reader: EnvelopeReader
+    #: the payload members holding the before and the after image
+    image_members: tuple[str, str] = ("before", "after")
+    #: schema plans kept per decoder (distinct schema blocks of a batch: a few per table)
+    max_plans = 256
+
+    def __init__(self, decoder: Decoder) -> None:
+        super().__init__(decoder)
+        self.plans: dict[bytes, Any] = {}
+
+    def read_plan(self, schema: bytes) -> Any | None:
+        """The plan of a schema block's text (None: one the reference refuses or reads otherwise)."""
+        raise NotImplementedError
+
+    def row(self, payload: dict[str, Any], plan: Any) -> SpanRow | None:
+        """One record's row through the format's envelope (None: the reference reads the span)."""
+        raise NotImplementedError
+
+    def kinds(self, plan: Any, image: str) -> dict[str, int]:
+        """How each column's values of ``image`` are judged."""
+        raise NotImplementedError
+
+    def converter(self, image: str, plans: list[Any]) -> Callable[[int, str, str, bool], Any]:
+        """The reference's conversion of one value of ``image`` (:func:`image_array`'s ``convert``)."""
+        raise NotImplementedError
+
+    def placeholder(self) -> tuple[tuple[bytes, ...] | None, str | None]:
+        """(probes, dropped text) of a value placeholder dropped from images (:func:`image_array`); none here."""
+        return None, None
+
+    def metas(self, rows: list[SpanRow], unavailable: list[list[str]]) -> list[str]:
+        """Each row's ``meta`` text, once the images are read (``unavailable``: the columns each dropped)."""
+        return [row.meta for row in rows]
+
+    def finish(self, batch: pa.RecordBatch, rows: list[SpanRow], kept: dict[str, list], file: str) -> pa.RecordBatch:
+        """The span's batch as given (a format may add events, e.g. ``SCHEMA`` announcements)."""
+        return batch
+
+    def span(self, span: bytes, file: str, offset: int) -> pa.RecordBatch | None:
+        return self.reader.read_batch(span, offset, lambda *read: self._batch(*read, file))
+
+    def _plan(self, raw: bytes) -> Any | None:
+        plan = self.plans.get(raw)
+        if plan is None:
+            plan = self.read_plan(raw)
+            if plan is None:
+                return None
+            if len(self.plans) >= self.max_plans:
+                self.plans.clear()
+            self.plans[raw] = plan
+        return plan
+
+    def _rows(self, records: list, schemas: list[bytes]) -> list[SpanRow] | None:
+        rows = []
+        members = self.image_members
+        for record, schema in zip(records, schemas, strict=True):
+            plan = self._plan(schema)
+            if plan is None:
+                return None
+            p = record.payload
+            # the payload's members as the reference's dict holds them (every member the reader has, in order)
+            payload = {f: v for f in p.__struct_fields__ if (v := getattr(p, f)) is not UNSET}
+            for member in members:
+                if member in payload:
+                    payload[member] = image_or_none(payload[member])
+            row = self.row(payload, plan)
+            if row is None:
+                return None
+            rows.append(row)
+        return rows
+
+    def _batch(
+        self, records: list, starts: np.ndarray, schemas: list[bytes], split: bool, file: str
+    ) -> pa.RecordBatch | None:
+        rows = self._rows(records, schemas)
+        if rows is None:
+            return None
+        n = len(rows)
+        plans = [row.plan for row in rows]
+        probes, dropped = self.placeholder()
+        unavailable: list[list[str]] = [[] for _ in range(n)]
+        kept: dict[str, list] = {}
+        try:
+            arrays = {}
+            for member, column in zip(self.image_members, ("before", "after"), strict=True):
+                images = [row.before for row in rows] if column == "before" else [row.after for row in rows]
+                kinds = [self.kinds(plan, member) for plan in plans]
+                converter = self.converter(member, plans)
+                field_type = DECODED_FILE_SCHEMA.field(column).type
+                built = image_array(images, kinds, converter, probes, unavailable, field_type, dropped, split)
+                if built is None:
+                    return None
+                arrays[column], kept[column] = built
+            meta = self.metas(rows, unavailable)
+            where = {"source_file": [file] * n, "source_offset": pa.array(starts, pa.int64())}
+            batch = decoded_batch(n, {**arrays, **_scalars(rows), "meta": meta, **where})
+        except (pa.ArrowException, UnicodeEncodeError, OverflowError):  # text that is not valid Unicode, ...
+            return None
+        return self.finish(batch, rows, kept, file)
+
+
+def _scalars(rows: list[SpanRow]) -> dict[str, list[Any]]:
+    """The rows' scalar columns by name (:func:`decoded_batch`)."""
+    return {
+        "table": [row.table for row in rows],
+        "op": [row.op for row in rows],
+        "seq": [row.seq for row in rows],
+        "event_ts": [row.event_ts for row in rows],
+        "tx_id": [row.tx_id for row in rows],
+        "tx_pos": [row.tx_pos for row in rows],
+        "keys": [row.keys for row in rows],
+    }

@@ -42,17 +42,36 @@ import binascii
 import datetime as dt
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from cdclake.events.change import ChangeEvent, Rejected
+import numpy as np
+import pyarrow as pa
+from msgspec import Raw
+
+from cdclake.events.arrow import DecodedBuilder
+from cdclake.events.change import ChangeEvent, Rejected, Source, joined_text, meta_text, value_text
 from cdclake.formats import _kafka_connect as kc
+from cdclake.formats._connect_decimals import connect_decimal_kind
 from cdclake.formats._gg_common import ESCAPED, ByteOffsets, decode_escaping, schema_event_before
 from cdclake.formats._json import json_kind, truncation_hint
 from cdclake.formats._json_framing import JsonFraming, JsonLimits, JsonRecord, line_of, scan_records
+from cdclake.formats.columnar import (
+    CONVERT,
+    DROPPED,
+    EPOCH_KINDS,
+    REFUSED,
+    SCHEMA_READER,
+    VALUE_READER,
+    EnvelopeColumns,
+    EnvelopeReader,
+    SpanRow,
+    builder_text,
+    kind_of_kept,
+)
 from cdclake.options import OptionError, Options
-from cdclake.registry import Decoder, register
+from cdclake.registry import Decoder, register, register_columns
 from cdclake.runtime.limits import MAX_JSON_DEPTH as MAX_DEPTH
 from cdclake.runtime.limits import MAX_RAW_BYTES, MAX_RECORD_BYTES
 
@@ -585,3 +604,235 @@ _FRAMING = JsonFraming(
     json_error=_json_error,
     encoding_error=_encoding_error,
 )
+
+
+# --- the columnar path (the decode task's: formats.columnar.EnvelopeColumns over this module's rules) --------
+
+#: The payload members this path reads, in the order Debezium writes them (any other: the reference reads).
+_COLUMNAR_PAYLOAD: dict[str, object] = {
+    "before": dict[str, Raw] | None,
+    "after": dict[str, Raw] | None,
+    "source": dict[str, Any] | None,
+    "transaction": Any,
+    "op": Any,
+    "ts_ms": Any,
+    "ts_us": Any,
+    "ts_ns": Any,
+}
+
+
+class _ColumnPlan:
+    """What one schema block says, worked out once: its name, the image structs' fields, how each
+    column's values are judged, the ``column_types`` of each combination of images, the full column list."""
+
+    __slots__ = ("columns", "happy", "kinds", "layout", "names", "schema_name", "structs", "types", "types_texts")
+
+    def __init__(self, schema: dict[str, Any]) -> None:
+        self.schema_name = schema.get("name")
+        envelope_fields = kc.struct_fields(schema) or {}
+        self.structs = {image: envelope_fields.get(image) for image in ("before", "after")}
+        self.kinds = {image: _kinds(struct) for image, struct in self.structs.items()}
+        #: per image, per column of a Connect decimal or an integer date, time or timestamp: the reference's
+        #: conversion of its common case (``_kafka_connect.happy_path``)
+        self.happy = {
+            image: {n: f for n, spec in (kc.struct_fields(struct) or {}).items() if (f := kc.happy_path(spec))}
+            for image, struct in self.structs.items()
+        }
+        before_types, after_types = (kc.column_types(self.structs[i]) for i in ("before", "after"))
+        self.types = {
+            (False, False): {},
+            (True, False): before_types,
+            (False, True): after_types,
+            (True, True): {**before_types, **after_types},
+        }
+        #: each combination's ``column_types`` as a meta's last member, written once (``events.joined_text``)
+        self.types_texts = {shape: meta_text({"column_types": t} if t else {}) for shape, t in self.types.items()}
+        listed = kc.memoized("listed", listed_columns, self.structs["after"]) or kc.memoized(
+            "listed", listed_columns, self.structs["before"]
+        )
+        self.columns, self.names = (list(listed[0]), listed[1]) if listed else (None, None)
+        self.layout = dict(self.columns) if self.columns is not None else None
+
+
+def _kinds(struct: Any) -> dict[str, int]:
+    """Per field of an image struct, how its values are judged (a column it does not name: ``UNNAMED``)."""
+    fields = kc.struct_fields(struct) or {}
+    return {name: _kind(spec) for name, spec in fields.items()}
+
+
+def _kind(spec: dict[str, Any]) -> int:
+    """A field's kind: a Connect decimal or an integer date or timestamp (the happy path's,
+    ``_kafka_connect.happy_path``), else by the types the reference keeps."""
+    if spec.get("name") == kc.CONNECT_DECIMAL and spec.get("type") == "bytes":  # the happy path's decimals
+        decimal = connect_decimal_kind(kc.int_param(spec, "scale"))
+        if decimal is not None:
+            return decimal
+    logical = kc.INTEGER_LOGICAL.get(spec.get("name")) if spec.get("type") in kc.INT_TYPES else None  # type: ignore[arg-type]
+    return EPOCH_KINDS.get(logical, CONVERT) if logical else kind_of_kept(kc.kept_types(spec))
+
+
+@register_columns("debezium-json")
+def debezium_json_columns(decoder: DebeziumJsonDecoder) -> DebeziumJsonColumns | None:
+    """The columnar path reads Kafka Connect's ``JsonConverter`` shape; not HBase tables (``hbase`` ``true``)."""
+    return None if decoder.hbase == "true" else DebeziumJsonColumns(decoder)
+
+
+class DebeziumJsonColumns(EnvelopeColumns):
+    """Kafka Connect's ``JsonConverter`` records (one compact ``{"schema", "payload"}`` record per line, UTF-8, a
+    handful of schema blocks per file) a span at a time (docs/decisions 0044): every scalar from :func:`envelope`
+    and the reference's own helpers (``change_time``, ``transaction_ids``, ``event_meta``), ``SCHEMA``
+    announcements from the decoder's ``_announce``, a value kept as its text only where the reference keeps the
+    parsed value and the builder writes that text back, every other value through ``convert_row`` one at a
+    time. Where it stops (the reference reads the span): anything :func:`envelope` or :func:`check_images`
+    refuses, a tombstone, a key record, a Lindorm or HBase record, a truncate, a bare payload, a value its field
+    refuses."""
+
+    reader = EnvelopeReader("Debezium", _COLUMNAR_PAYLOAD, images=dict.fromkeys(("before", "after"), Raw))
+
+    def read_plan(self, schema: bytes) -> _ColumnPlan | None:
+        try:
+            value = SCHEMA_READER.decode(schema.decode("utf-8"))
+        except (ValueError, RecursionError):
+            return None
+        return _ColumnPlan(value) if isinstance(value, dict) and value else None
+
+    def row(self, payload: dict[str, Any], plan: _ColumnPlan) -> SpanRow | None:
+        decoder: DebeziumJsonDecoder = self.decoder  # type: ignore[assignment]
+        try:
+            env = envelope(decoder, payload)
+            before, after = env.images["before"], env.images["after"]
+            check_images(env.op, env.op_code, before, after)
+        except RecordError:
+            return None
+        if env.op == "TRUNCATE" or env.lindorm:  # Lindorm: its HBase and deleted-column rules are the reference's
+            return None
+        src = env.source
+        tx_id, tx_pos = transaction_ids(payload, src)
+        stamp = change_time(src, payload)
+        meta = (env.op_code, src, payload, env.seq_from)
+        return SpanRow(env.table, env.op, env.seq, stamp, tx_id, tx_pos, decoder.keys, before, after, plan, meta)
+
+    def kinds(self, plan: _ColumnPlan, image: str) -> dict[str, int]:
+        return plan.kinds[image]
+
+    def converter(self, image: str, plans: list[_ColumnPlan]) -> Callable[[int, str, str, bool], Any]:
+        return _converter(self.decoder, image, plans)  # type: ignore[arg-type]
+
+    def placeholder(self) -> tuple[tuple[bytes, ...] | None, str | None]:
+        decoder: DebeziumJsonDecoder = self.decoder  # type: ignore[assignment]
+        return decoder.placeholder_probes, _dropped_text(decoder)
+
+    def metas(self, rows: list[SpanRow], unavailable: list[list[str]]) -> list[str]:
+        texts = []
+        for row, dropped in zip(rows, unavailable, strict=True):
+            op_code, src, payload, seq_from = row.meta
+            plan = row.plan
+            meta = event_meta({"op": op_code}, src, seq_from, payload, plan.schema_name, dropped, {})
+            shape = (row.before is not None, row.after is not None)
+            texts.append(joined_text(meta_text(meta), plan.types_texts[shape]))  # column_types: the last member
+        return texts
+
+    def finish(self, batch: pa.RecordBatch, rows: list[SpanRow], kept: dict[str, list], file: str) -> pa.RecordBatch:
+        plans = [row.plan for row in rows]
+        return _announced(self.decoder, batch, plans, kept, file)  # type: ignore[arg-type]
+
+
+def _announced(
+    decoder: DebeziumJsonDecoder, batch: pa.RecordBatch, plans: list[_ColumnPlan], kept: dict[str, list], file: str
+) -> pa.RecordBatch:
+    """``batch`` with the decoder's ``SCHEMA`` event just before each record whose full column list differs
+    from the last one announced for its table (``DebeziumJsonDecoder._announce``)."""
+    layouts = decoder._layouts
+    tables = batch.column("table").to_pylist()
+    at, events = [], []
+    for i, plan in enumerate(plans):
+        if plan.layout is None or layouts.get(tables[i]) == plan.layout:
+            continue
+        names = plan.names
+        if names is None or any(
+            image and not names.issuperset(image) for image in (kept["before"][i], kept["after"][i])
+        ):
+            continue  # not a full list (the reference's _schema_columns)
+        row = batch.slice(i, 1).to_pylist()[0]
+        event = ChangeEvent(
+            table=row["table"],
+            op=row["op"],
+            seq=row["seq"],
+            event_ts=row["event_ts"],
+            source=Source(file, row["source_offset"]),
+            keys=row["keys"],
+        )
+        announced = decoder._announce(event, list(plan.columns))
+        if announced is not None:
+            at.append(i)
+            events.append(announced)
+    if not at:
+        return batch
+    builder = DecodedBuilder(MAX_RAW_BYTES)
+    for event in events:
+        builder.add_event(event)
+    rows = builder.flush()
+    # each SCHEMA event sorts just before its record: record i at 2i + 1, its announcement at 2i
+    order = np.argsort(np.concatenate((np.arange(batch.num_rows) * 2 + 1, np.array(at) * 2)), kind="stable")
+    both = pa.Table.from_batches([batch, rows]).combine_chunks()
+    return both.take(pa.array(order)).to_batches()[0]
+
+
+def _dropped_text(decoder: DebeziumJsonDecoder) -> str | None:
+    """The placeholder's JSON text where it has no escape (``_converted`` drops that text in any column)."""
+    placeholder = decoder.placeholder
+    if placeholder is None:
+        return None
+    text = json.dumps(placeholder, ensure_ascii=False)
+    return None if "\\" in text else text
+
+
+def _converter(decoder: DebeziumJsonDecoder, image: str, plans: list[_ColumnPlan]):
+    """The reference's conversion of one value of ``image`` (``image_array``'s ``convert``)."""
+
+    def convert(owner: int, column: str, text: str, probed: bool) -> Any:
+        plan = plans[owner]
+        happy = None if probed else plan.happy[image].get(column)
+        if happy is not None:
+            value = _happy_text(happy, text)
+            if value is not None:
+                return value
+        return _converted(decoder, plan.structs[image], column, text)
+
+    return convert
+
+
+def _happy_text(happy: Any, text: str) -> str | None:
+    """A Connect decimal's or an integer date's, time's or timestamp's text through its field's happy path,
+    read from the JSON text as the reference's reader reads it (None: the reference's whole conversion)."""
+    if text[:1] == '"':
+        value: Any = text[1:-1]  # an escape in it: base64 has no backslash, the happy path refuses it
+    elif text.isdigit() or (text[:1] == "-" and text[1:].isdigit()):
+        value = int(text)
+    else:
+        return None
+    converted = happy(value)
+    return None if converted is kc.ANOTHER_WAY else value_text(converted)
+
+
+def _converted(decoder: DebeziumJsonDecoder, struct: Any, column: str, text: str) -> Any:
+    """One value as the reference gives it: :data:`DROPPED` (the unavailable-value placeholder),
+    :data:`REFUSED` (its field refuses it: the reference words it), else its JSON text."""
+    try:
+        value = VALUE_READER.decode(text)
+    except (ValueError, RecursionError):
+        return REFUSED
+    placeholder = decoder.placeholder
+    if placeholder is not None:
+        if value == placeholder or value == [placeholder]:
+            return DROPPED
+        if (
+            value == decoder._placeholder_b64
+            and ((kc.struct_fields(struct) or {}).get(column) or {}).get("type") == "bytes"
+        ):
+            return DROPPED
+    try:
+        converted = kc.convert_row({column: value}, struct)[column]
+    except kc.ConnectValueError:
+        return REFUSED
+    return builder_text(converted)
