@@ -1,6 +1,8 @@
-"""What the columnar fast paths of the JSON formats share (:mod:`.goldengate_json_columns`,
-:mod:`.debezium_json_columns`): spans of whole records, the records' values as one Arrow string
-column of their JSON texts, and which of those texts the builder would spell otherwise."""
+"""The columnar engine of the JSON formats' fast paths: spans of whole records read with the reference decoder
+behind every span (:class:`SpanReader`, :func:`read_spans`), the records' values as one Arrow string column of their
+JSON texts and which of those texts the builder would spell otherwise (:func:`image_array`), and the whole span
+assembly for the ``{"schema", "payload"}`` formats (:class:`EnvelopeColumns`, whose hooks CDL JSON and Debezium JSON
+state beside their reference decoders)."""
 
 from __future__ import annotations
 
@@ -169,12 +171,12 @@ def read_spans(
     data: bytes,
     file: str,
 ) -> Iterator[Any]:
-    """A format's ``decode_columns``: each span of ``data`` as the columnar path reads it; a span it does not
-    read (``decode_span`` gives None, or raises: :func:`guarded_span`) is the reference ``decode``'s, alone
-    (:func:`reference_window`), and the columnar path goes on after it. Where the format's records are not
-    independent of each other, or the window does not end cleanly, the reference reads the whole ``data`` again
-    and gives what it finds from that span on, as without the columnar path. ``decode_span`` may read less than
-    its span (``(batch, bytes read)``): the next span starts there."""
+    """A columnar path's read of a file (:meth:`SpanReader.read`): each span of ``data`` as the path reads it.
+    A span it does not read (``decode_span`` gives None, or raises: :func:`guarded_span`) is the reference
+    ``decode``'s, alone (:func:`reference_window`), and the path goes on after it. Where the format's records are
+    not independent of each other, or the window does not end cleanly, the reference reads the whole ``data``
+    again and gives what it finds from that span on, as without the path. ``decode_span`` may read less than its
+    span (``(batch, bytes read)``): the next span starts there."""
     decoder = decode.__self__  # type: ignore[attr-defined]  # a decoder's bound ``decode``
     start, size = 0, len(data)
     while start < size:
