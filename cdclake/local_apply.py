@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from cdclake.options import Options
-from cdclake.pipeline import run_batch
+from cdclake.pipeline import BatchReport, run_batch
 from cdclake.runtime.settings import Settings
 from cdclake.runtime.spark import build_session
 from cdclake.staging.batch import Manifest
@@ -23,7 +22,7 @@ def apply_files(
     scd2: list[str] | None = None,
     namespace: str | None = None,
     schema_policy: str = "evolve",
-) -> dict[str, Any]:
+) -> BatchReport:
     settings = Settings.from_env()
     warehouse = Path(warehouse).resolve()
     warehouse.mkdir(parents=True, exist_ok=True)

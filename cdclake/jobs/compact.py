@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from cdclake.compaction.driver_io import bulk_shares, table_events, whole_budget
 from cdclake.compaction.lake_tables import (
@@ -40,6 +40,8 @@ __all__ = [
     "SNAPSHOT_PROPERTY_CONF",
     "TRUNCATE_BUCKET",
     "CompactFailed",
+    "CompactTableReport",
+    "TableCounts",
     "branch_name",
     "compact_table",
     "ensure_tables",
@@ -47,6 +49,46 @@ __all__ = [
     "run",
     "snapshot_info",
 ]
+
+
+class TableCounts(TypedDict, total=False):
+    """A table's counts of one batch, as its commit records them (the ``cdclake.counts`` snapshot property)."""
+
+    #: row events applied
+    applied: int
+    #: row events older than what the table holds (not applied)
+    stale: int
+    #: keys whose row the batch deleted
+    deleted_keys: int
+    #: row events quarantined at compact
+    quarantined: int
+
+
+class CompactTableReport(TableCounts, total=False):
+    """One table's line in a compact step's report (``reports/compact*.json``), by ``status``: ``committed``
+    (every field but ``error``), ``no-change``, ``already-committed`` (a retry: the counts its commit
+    recorded), ``skipped`` (normalize's ``error``), ``failed`` (``error``)."""
+
+    status: str
+    truncates_seen: int
+    #: ``merge-on-read`` or ``overwrite``
+    merge_mode: str
+    #: where the fold ran (driver or workers) and how it committed
+    fold: str
+    buckets_rewritten: int
+    buckets: int
+    files_added: int
+    files_removed: int
+    files_total: int
+    delete_files_added: int
+    delete_files_total: int
+    rows_rewritten: int
+    log_files_total: int
+    #: ISO time of the commit
+    committed_at: str
+    #: the table's compaction time
+    seconds: float
+    error: str
 
 
 def report_step(tables: list[str] | None) -> str:
@@ -84,7 +126,7 @@ def run(
     buckets: int = 16,
     full_refresh: bool = False,
     threads: int | None = None,
-) -> dict[str, Any]:
+) -> dict[str, CompactTableReport]:
     """Compact every table of the batch (or only ``tables``); report per table.
 
     A table that fails does not stop the others: the report (written first) names it with its
@@ -96,7 +138,7 @@ def run(
     manifest = read_manifest(batch_dir)
     layouts = read_layouts(batch_dir)
     threads = threads or Settings.from_env().compact_threads
-    report: dict[str, Any] = {}
+    report: dict[str, CompactTableReport] = {}
     todo = []
     for source_table, layout in sorted(layouts.items()):
         if tables and source_table not in tables:
@@ -120,7 +162,7 @@ def run(
     if len(todo) > 1 and threads > 1:  # committed from other sessions: this one's cached copies are stale
         for source_table in todo:
             _refresh(spark, layouts[source_table])
-    report.update(done)
+    report.update(cast(dict[str, CompactTableReport], done))
     report = dict(sorted(report.items()))
     write_report(batch_dir, report_step(tables), report)
     if errors:

@@ -25,7 +25,7 @@ import datetime as dt
 import json
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from cdclake.compaction.lineage import current_schema_id, table_properties
 from cdclake.jobs.layout import LAYOUTS_FILE, TableLayout, read_layouts
@@ -52,6 +52,33 @@ from cdclake.staging.batch import read_manifest, write_report
 
 class SchemaPolicyError(RuntimeError):
     """The ``fail`` policy met a schema change."""
+
+
+class AppliedChange(TypedDict):
+    """A schema change the DDL step applied to a table."""
+
+    change: str
+    kind: str
+    #: the source event it came from (its first 200 characters)
+    source_event: str
+
+
+class DdlTableReport(TypedDict, total=False):
+    """One table's line in the DDL step's report (``reports/ddl.json``): its policy and the changes applied, or
+    ignored (policy ``ignore``), or deferred (``status`` ``deferred``: no table yet and no key to make one),
+    or the error (``status`` ``failed``)."""
+
+    policy: str
+    applied: list[AppliedChange]
+    ignored: int
+    #: changes recorded in the table's schema history (a retry records what is left)
+    recorded: int
+    #: the table's Iceberg schema id after the changes
+    schema_version: int | None
+    status: str
+    #: changes waiting for the table (``deferred``)
+    pending: int
+    error: str
 
 
 def _sql_string(value: str) -> str:
@@ -127,7 +154,7 @@ def _create_from_change(spark, table: str, doc: dict[str, Any], changes: list[Sc
 
 def apply_table(
     spark, table: str, doc: dict[str, Any], layouts: dict[str, TableLayout], manifest, buckets: int
-) -> dict[str, Any]:
+) -> DdlTableReport:
     from cdclake.jobs.compact import HISTORY_SUFFIX, ensure_tables
 
     name = doc["spark_name"]
@@ -192,7 +219,7 @@ def apply_table(
 
 def run(
     spark, batch_dir: str | Path, buckets: int = 16, tables: list[str] | None = None, threads: int = 4
-) -> dict[str, Any]:
+) -> dict[str, DdlTableReport]:
     """Apply every table's schema changes, ``threads`` tables at a time.
 
     A table's changes are a chain of catalog round trips that wait on the driver (a new table's
@@ -207,7 +234,7 @@ def run(
     docs = json.loads(path.read_text()) if path.exists() else {}
     layouts = read_layouts(batch_dir) if (batch_dir / LAYOUTS_FILE).exists() else {}
     todo = [table for table in sorted(docs) if not tables or table in tables]
-    outcomes: dict[str, Any] = {}
+    outcomes: dict[str, DdlTableReport | Exception] = {}
 
     def one(table: str) -> None:
         try:
@@ -221,7 +248,7 @@ def run(
     else:
         with ThreadPoolExecutor(max_workers=min(threads, len(todo)), thread_name_prefix="ddl") as pool:
             list(pool.map(one, todo))
-    report = {
+    report: dict[str, DdlTableReport] = {
         t: o if not isinstance(o, Exception) else {"status": "failed", "error": str(o)[:2000]}
         for t, o in outcomes.items()
     }

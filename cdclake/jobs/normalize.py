@@ -12,12 +12,13 @@ a letter-case twin of another column); any other name is stored exactly.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from cdclake.compaction.lineage import table_properties
 from cdclake.events.batch import (
@@ -43,6 +44,43 @@ from cdclake.transactions import held_inputs, held_output, split_incomplete, tx_
 LOOKUP_THREADS = 4
 #: ``meta`` of a TRUNCATE that came from a ``TRUNCATE TABLE`` statement (counted with its DDL event).
 DDL_TRUNCATE_META = '{"from_ddl":true}'
+
+
+class NormalizeTableCounts(TypedDict):
+    """One source table's line in the normalize report (``reports/normalize.json``'s ``tables``)."""
+
+    events: int
+    row_events: int
+    #: ISO time of the table's newest row event (None: it had none)
+    newest_event_ts: str | None
+
+
+class NormalizeTotals(TypedDict):
+    """What every normalize report holds (a batch without events reports only these: all 0, no tables)."""
+
+    tables: dict[str, NormalizeTableCounts]
+    events: int
+    row_events: int
+    #: the events that are not row events (heartbeats, markers, truncates, schema and DDL events), less the
+    #: DDL events rejected
+    non_row_events: int
+    #: row events quarantined here and DDL events rejected
+    quarantined: int
+    #: events of incomplete transactions held back for a later batch
+    held: int
+    #: events an earlier batch held back, applied with this one
+    carried_in: int
+
+
+class NormalizeReport(NormalizeTotals, total=False):
+    """The normalize step's report (``reports/normalize.json``); the batch report reads it."""
+
+    ddl_rejected: int
+    schema_changes: int
+    ddl_truncates: int
+    #: ISO time of the source's newest heartbeat (None: none came)
+    newest_heartbeat_ts: str | None
+
 
 # JSON text of a value -> the type it suggests; must agree with coltypes.kind_of.
 _KIND_SQL = (
@@ -197,13 +235,32 @@ def _grouped(events) -> list[Any]:
     )
 
 
-def run(spark, batch_dir: str | Path) -> dict[str, Any]:
+def run(spark, batch_dir: str | Path) -> NormalizeReport:
     """Normalize one batch (the steps in ``_BatchNormalizer.run``); returns the report it wrote."""
     return _BatchNormalizer(spark, Path(batch_dir)).run()
 
 
 #: A lake table as normalize finds it: (Spark name, its columns or None when it does not exist, schema history).
 LakeState = tuple[str, list[tuple[str, str]] | None, list[dict[str, Any]]]
+
+
+@dataclass
+class _TableTally:
+    """What the counts say of one source table of the batch (added up from the counts per op)."""
+
+    events: int = 0
+    row_events: int = 0
+    #: the key columns the events gave (row events' first)
+    keys: list[str] | None = None
+    newest_event_ts: dt.datetime | None = None
+
+    def counts(self) -> NormalizeTableCounts:
+        newest = self.newest_event_ts
+        return {
+            "events": self.events,
+            "row_events": self.row_events,
+            "newest_event_ts": newest.isoformat() if newest else None,
+        }
 
 
 class _BatchNormalizer:
@@ -218,7 +275,7 @@ class _BatchNormalizer:
         self.batch_dir = batch_dir
         self.manifest = read_manifest(batch_dir)
         self.event_dir = batch_dir / "decoded" / "kind=event"
-        self.report: dict[str, Any] = {
+        self.report: NormalizeReport = {
             "tables": {},
             "events": 0,
             "row_events": 0,
@@ -237,7 +294,7 @@ class _BatchNormalizer:
         self.local_schema_rows: list[dict[str, Any]] | None = None
         self.events: Any = None  # the Spark frame of the events (Spark's path)
         # what the counts say, per table
-        self.per_table: dict[str, dict[str, Any]] = {}
+        self.per_table: dict[str, _TableTally] = {}
         self.op_counts: dict[str, dict[str, int]] = {}
         self.heartbeat: Any = None
         self.seen: dict[str, list[tuple[Any, str, set[str], str | None]]] = {}
@@ -254,7 +311,7 @@ class _BatchNormalizer:
         """The events' Spark DDL without the decode step's ``error`` and ``raw``."""
         return self.event_ddl.replace(", error string, raw binary", "")
 
-    def run(self) -> dict[str, Any]:
+    def run(self) -> NormalizeReport:
         if not self.event_dir.exists() and not self.carried_dirs:
             write_layouts(self.batch_dir, {})
             write_json_atomic(self.batch_dir / "schema_changes.json", {})
@@ -328,16 +385,14 @@ class _BatchNormalizer:
         heartbeat."""
         assert self.grouped is not None
         for r in sorted(self.grouped, key=lambda r: r["op"] not in ROW_OPS):  # keys from row events first
-            stats = self.per_table.setdefault(
-                r["table"], {"events": 0, "row_events": 0, "keys": None, "newest_event_ts": None}
-            )
-            stats["events"] += r["count"]
-            stats["keys"] = stats["keys"] or r["keys"]
+            stats = self.per_table.setdefault(r["table"], _TableTally())
+            stats.events += r["count"]
+            stats.keys = stats.keys or r["keys"]
             newest = r["newest"]
             if r["op"] in ROW_OPS:
-                stats["row_events"] += r["count"]
-                if newest is not None and (stats["newest_event_ts"] is None or newest > stats["newest_event_ts"]):
-                    stats["newest_event_ts"] = newest
+                stats.row_events += r["count"]
+                if newest is not None and (stats.newest_event_ts is None or newest > stats.newest_event_ts):
+                    stats.newest_event_ts = newest
             if r["op"] == "HEARTBEAT" and newest is not None and (self.heartbeat is None or newest > self.heartbeat):
                 self.heartbeat = newest
             self.op_counts.setdefault(r["table"], {})[r["op"]] = r["count"]
@@ -376,7 +431,7 @@ class _BatchNormalizer:
     def look_up_lake_tables(self) -> None:
         """Every table's lake state up front, side by side: catalog round trips that wait on the driver."""
         wanted = sorted(
-            {t for t, s in self.per_table.items() if s["row_events"] or self.op_counts.get(t, {}).get("TRUNCATE")}
+            {t for t, s in self.per_table.items() if s.row_events or self.op_counts.get(t, {}).get("TRUNCATE")}
             | {r["table"] for r in self.schema_rows if r["table"]}
         )
         if len(wanted) > 1:
@@ -407,20 +462,15 @@ class _BatchNormalizer:
     def build_layouts(self) -> None:
         """The report's line per table, and the layout of every table with rows (or truncates) to write."""
         for source_table, stats in sorted(self.per_table.items()):
-            newest = stats["newest_event_ts"]
-            self.report["tables"][source_table] = {
-                "events": stats["events"],
-                "row_events": stats["row_events"],
-                "newest_event_ts": newest.isoformat() if newest else None,
-            }
+            self.report["tables"][source_table] = stats.counts()
             has_truncate = self.op_counts.get(source_table, {}).get("TRUNCATE") or any(
                 t["table"] == source_table for t in self.schema.truncates
             )
-            if not stats["row_events"] and not has_truncate:
+            if not stats.row_events and not has_truncate:
                 continue  # only heartbeats, transaction markers, schema or DDL events: no lake table to write
             self.layouts[source_table] = self.layout_of(source_table, stats)
 
-    def layout_of(self, source_table: str, stats: dict[str, Any]) -> TableLayout:
+    def layout_of(self, source_table: str, stats: _TableTally) -> TableLayout:
         """One table's layout: its columns through the recorded and pending schema changes, new columns
         under the table's policy, names the lake cannot hold left out, and why its rows cannot be written."""
         _, existing, history = self.table_state(source_table)
@@ -445,7 +495,7 @@ class _BatchNormalizer:
             source_table,
             cols,
             evolved,
-            stats["keys"],
+            stats.keys,
             self.manifest.keys.get(source_table) or self.manifest.keys.get("*"),
             self.manifest.namespace,
         )
@@ -461,7 +511,7 @@ class _BatchNormalizer:
             else:  # drift: a column first seen in records goes through the DDL step like any change
                 first_seen = {col: first for first, col, _, _ in seen}
                 self.schema.changes[source_table] = _with_drift(source_table, layout, pending, first_seen)
-        error = _key_error(source_table, layout.keys) if stats["row_events"] else None
+        error = _key_error(source_table, layout.keys) if stats.row_events else None
         if error:
             self.keyless.append(source_table)
         return replace(
@@ -496,7 +546,7 @@ class _BatchNormalizer:
         self.report["schema_changes"] = sum(len(c["changes"]) for c in changes_out.values())
         self.report["ddl_truncates"] = len(self.schema.truncates)
 
-    def write_changelog(self) -> dict[str, Any]:
+    def write_changelog(self) -> NormalizeReport:
         """The change log (the survey's stands when nothing is quarantined or truncated), the quarantine, then
         the layouts and the report."""
         from pyspark.sql import functions as F
@@ -566,12 +616,12 @@ class _BatchNormalizer:
         bad.write.mode("overwrite").parquet(str(self.batch_dir / "quarantine" / "normalize"))
         return self.spark.read.parquet(str(self.batch_dir / "quarantine" / "normalize")).count()
 
-    def finish(self, quarantined: int) -> dict[str, Any]:
+    def finish(self, quarantined: int) -> NormalizeReport:
         """The report's totals; the layouts and the report written (what the next steps read)."""
         report, per_table = self.report, self.per_table
         report["newest_heartbeat_ts"] = self.heartbeat.isoformat() if self.heartbeat else None
-        report["events"] = sum(r["events"] for r in per_table.values())
-        report["row_events"] = sum(r["row_events"] for r in per_table.values())
+        report["events"] = sum(r.events for r in per_table.values())
+        report["row_events"] = sum(r.row_events for r in per_table.values())
         report["non_row_events"] = report["events"] - report["row_events"] - len(self.schema.rejects)
         report["quarantined"] = quarantined + len(self.schema.rejects)
         write_layouts(self.batch_dir, self.layouts)

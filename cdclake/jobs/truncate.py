@@ -12,7 +12,7 @@ of the batch after the truncate land correctly. Both commits are marked with
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from cdclake.jobs.layout import LAYOUTS_FILE, TableLayout, read_layouts
 from cdclake.lake.tables import BATCH_PROPERTY
@@ -20,6 +20,21 @@ from cdclake.staging.batch import read_manifest, write_report
 
 #: Suffix of the batch id on the truncate step's commits (compact's own marker stays the batch id).
 MARK = ":truncate"
+
+
+class TruncateTableReport(TypedDict, total=False):
+    """One table's line in the truncate step's report (``reports/truncate.json``)."""
+
+    #: TRUNCATE events of the batch (a skipped table: all of them)
+    truncates: int
+    #: ``TRUNCATE TABLE`` statements of the batch
+    ddl_truncates: int
+    #: the newest truncate's ``seq``: rows last changed before it are gone
+    watermark: str | None
+    rows_deleted: int
+    #: ``skipped`` (normalize's ``error``), else absent
+    status: str
+    error: str | None
 
 
 def _truncate_rows(spark, batch_dir: Path):
@@ -38,7 +53,9 @@ def has_truncates(batch_dir: str | Path) -> bool:
     return any(layout.has_truncates for layout in read_layouts(batch_dir).values())
 
 
-def truncate_table(spark, batch_id: str, source_table: str, layout: TableLayout, rows, buckets: int):
+def truncate_table(
+    spark, batch_id: str, source_table: str, layout: TableLayout, rows, buckets: int
+) -> TruncateTableReport:
     from pyspark.sql import functions as F
 
     from cdclake.compaction.lineage import snapshot_info
@@ -94,12 +111,14 @@ def truncate_table(spark, batch_id: str, source_table: str, layout: TableLayout,
     }
 
 
-def run(spark, batch_dir: str | Path, buckets: int = 16, tables: list[str] | None = None) -> dict[str, Any]:
+def run(
+    spark, batch_dir: str | Path, buckets: int = 16, tables: list[str] | None = None
+) -> dict[str, TruncateTableReport]:
     batch_dir = Path(batch_dir)
     manifest = read_manifest(batch_dir)
     layouts = read_layouts(batch_dir)
     rows = _truncate_rows(spark, batch_dir) if has_truncates(batch_dir) else None  # none: no Spark job
-    report: dict[str, Any] = {}
+    report: dict[str, TruncateTableReport] = {}
     if rows is not None:
         found = sorted({r["table"] for r in rows.select("table").distinct().collect()})
         for source_table in [t for t in found if not tables or t in tables]:
