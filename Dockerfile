@@ -9,12 +9,12 @@ WORKDIR /build
 COPY jars/pom.xml jars/pom.xml
 RUN mvn -q -B -f jars/pom.xml dependency:copy-dependencies -DoutputDirectory=/build/.jars -DincludeScope=runtime
 
-# Stage 2: the compiled decode helpers (cdclake/_native), built where a C compiler is (the final image has
+# Stage 2: the compiled helpers (cdclake/native), built where a C compiler is (the final image has
 # none; the same Python 3.11 on the same Debian, so the module loads there).
 FROM python:3.11-bookworm AS native
 WORKDIR /build
-COPY cdclake/_native/ cdclake/_native/
-RUN python cdclake/_native/build.py --force
+COPY cdclake/native/ cdclake/native/
+RUN python cdclake/native/build.py --force
 
 FROM python:3.11-slim-bookworm
 # Java 17 for Spark (drivers in Airflow tasks, master, worker); procps: Spark's scripts call ps.
@@ -31,7 +31,7 @@ COPY --from=jars /build/.jars /opt/cdclake/.jars
 # Only what runs (not .venv/, var/, .jars/ of the checkout).
 COPY pyproject.toml README.md ./
 COPY cdclake/ cdclake/
-COPY --from=native /build/cdclake/_native/*.so cdclake/_native/
+COPY --from=native /build/cdclake/native/*.so cdclake/native/
 COPY dags/ dags/
 COPY plugins/ plugins/
 COPY spark_jobs/ spark_jobs/

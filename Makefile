@@ -48,10 +48,11 @@ $(JARS_STAMP): jars/pom.xml
 	mvn -q -B -f jars/pom.xml dependency:copy-dependencies -DoutputDirectory=$(CURDIR)/.jars -DincludeScope=runtime
 	@touch $(JARS_STAMP)
 
-# the compiled decode helpers (cdclake/_native: C, no dependency but a C compiler); without a compiler the
-# build says so and the Python paths run
-$(NATIVE_STAMP): $(STAMP) $(wildcard cdclake/_native/*.c) cdclake/_native/build.py
-	$(PY) -m cdclake._native.build
+# the compiled helpers (cdclake/native: C, no dependency but a C compiler), built in place, each module replaced
+# whole; the list of modules is cdclake/native/build.py's, which setup.py declares as the package's optional
+# ext_modules (pip install . and a wheel carry them). Without a compiler the build says so and the Python paths run
+$(NATIVE_STAMP): $(STAMP) $(wildcard cdclake/native/*.c) cdclake/native/build.py
+	$(PY) -m cdclake.native.build
 	@touch $(NATIVE_STAMP)
 
 # the spark-submit driver's class-data-sharing archive (cdclake/runtime/jvm_archive.py): each batch step's JVM starts

@@ -9,6 +9,7 @@ import pyarrow.compute as pc
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cdclake import native
 from cdclake.events import arrow_text
 from cdclake.events.arrow_text import first_bytes, holding, text_buckets
 from cdclake.merge import bucket_of
@@ -57,5 +58,5 @@ def test_text_buckets_are_bucket_of_each_text_in_c_and_in_python(values, type_, 
     texts = pa.array(values, type_).slice(min(cut, len(values)))
     expected = [-1 if t is None else bucket_of(t, buckets) for t in texts.to_pylist()]
     assert text_buckets(texts, buckets).tolist() == expected
-    with patch.object(arrow_text, "_TEXT_FORMS", None):
+    with native.disabled():
         assert text_buckets(texts, buckets).tolist() == expected

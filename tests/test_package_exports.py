@@ -26,6 +26,7 @@ PACKAGES = [
     "cdclake.jobs",
     "cdclake.lake",
     "cdclake.monitoring",
+    "cdclake.native",
     "cdclake.runtime",
     "cdclake.schema",
     "cdclake.staging",

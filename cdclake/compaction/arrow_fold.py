@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cdclake._native import image_index as _IMAGE_INDEX
+from cdclake import native
 from cdclake.compaction.arrow_typing import typed_values
 from cdclake.compaction.folding import fold_part, out_schema
 from cdclake.compaction.lake_tables import META_NAMES, table_schema
@@ -77,8 +77,9 @@ class _Image:
     The maps stay in the events' own order and chunks (no copy of every image's text into the sorted order, nor
     into one array: the largest part of a bulk batch, and fresh memory costs the kernel's clearing here);
     ``order`` (the sorted position -> row of the map column) turns each lookup's answers into the sorted order.
-    Where the C index is built (``_native.image_index``), one pass over the entries answers a block of names at
-    once, straight into the sorted order; else each lookup scans the entries for its name."""
+    One pass over the entries answers a block of names at once, straight into the sorted order
+    (:func:`cdclake.native.first_entries`: in C where built, else numpy); where a row is read by more than one sorted
+    event, each lookup scans the entries for its name."""
 
     def __init__(self, images: pa.MapArray | pa.ChunkedArray, order: np.ndarray):
         chunks = images.chunks if isinstance(images, pa.ChunkedArray) else [images]
@@ -102,7 +103,7 @@ class _Image:
         self.value_firsts = np.cumsum([0] + [len(v) for v in values], dtype=np.int64)
         self.n = first
         self.order = order
-        self._sorted_of_row = self._sorted_rows() if _IMAGE_INDEX is not None else None
+        self._sorted_of_row = self._sorted_rows()
         self._block: tuple[int, np.ndarray] | None = None  # the names answered last (``_first_entries``)
         self._parents: np.ndarray | None = None
 
@@ -114,15 +115,13 @@ class _Image:
 
     def _first_entries(self, code: int) -> np.ndarray:
         """Code ``code``'s flat index per sorted event, from a block of names answered in one pass over the
-        entries (``_native.image_index``; a block holds at most :data:`INDEX_BLOCK_BYTES`)."""
+        entries (:func:`cdclake.native.first_entries`; a block holds at most :data:`INDEX_BLOCK_BYTES`)."""
         names = max(1, INDEX_BLOCK_BYTES // max(1, 8 * len(self.order)))
         low = code - code % names
         if self._block is None or self._block[0] != low:
             high = min(low + names, len(self.code_of))
-            found = _IMAGE_INDEX.first_entries(  # type: ignore[union-attr]
-                self.codes, self.row_offsets, self._sorted_of_row, low, high, len(self.order)
-            )
-            self._block = low, np.frombuffer(found, np.int64).reshape(high - low, len(self.order))
+            found = native.first_entries(self.codes, self.row_offsets, self._sorted_of_row, low, high, len(self.order))
+            self._block = low, found
         return self._block[1][code - low]
 
     def lookup(self, name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -133,7 +132,7 @@ class _Image:
         if self._sorted_of_row is not None:
             at = self._first_entries(code)
             return at >= 0, at
-        # without the module, or with a row read twice: the name's entries found by a scan, mapped to the rows
+        # a row read twice: the name's entries found by a scan, mapped to the rows
         if self._parents is None:
             self._parents = np.repeat(np.arange(self.n, dtype=np.int64), np.diff(self.row_offsets))
         present = np.zeros(self.n, dtype=bool)

@@ -35,8 +35,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cdclake._native import text_forms as _TEXT_FORMS
-from cdclake.events.arrow_text import text_buffers
+from cdclake import native
 from cdclake.events.change import from_json
 from cdclake.schema.coltypes import BOOLEAN, DATE, DOUBLE, LONG, STRING, TIMESTAMP, CastError, arrow_type, cast
 
@@ -64,18 +63,15 @@ _DOUBLE = (
     r"|^-0(?:\.[0-9]{1,20}(?:[eE][+-]?[0-9]{1,2})?|[eE][+-]?[0-9]{1,2})$"
 )
 #: ISO dates and timestamps ``coltypes.cast`` reads (``fromisoformat``), years 1900-2999 so that no UTC
-#: offset takes one out of range; the calendar is checked apart (:func:`_calendar_dates`).
-_YMD = r"(?:19|2[0-9])[0-9]{2}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])"
-_ISO_DATE = rf'^"{_YMD}"$'
-_ISO_TIMESTAMP = (
-    rf'^"{_YMD}[T ](?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]{{1,6}})?'
-    r'(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])?"$'
-)
+#: offset takes one out of range (``native.iso_forms``' patterns); the calendar is checked apart
+#: (:func:`_calendar_dates`).
+_ISO_DATE = native.ISO_DATE
+_ISO_TIMESTAMP = native.ISO_TIMESTAMP
 _DECIMAL = re.compile(r"^decimal\((\d+),\s*(\d+)\)$")
 
 
-#: The patterns a hand-written scanner of ``cdclake._native._text_forms`` reads exactly alike (the decimal patterns
-#: are added as :func:`_decimal_pattern` makes them): ``number_forms``' (int_max, frac_max, exp_max, neg_zero) or
+#: The patterns a helper of :mod:`cdclake.native` reads exactly alike (the decimal patterns are added as
+#: :func:`_decimal_pattern` makes them): ``number_forms``' (int_max, frac_max, exp_max, neg_zero) or
 #: ``quoted_forms``' (controls,).
 _FORMS: dict[str, tuple[int, ...]] = {
     _LONG: (18, 0, 0, 1),
@@ -92,22 +88,16 @@ _ISO_FORMS = {_ISO_DATE: 0, _ISO_TIMESTAMP: 1}
 
 
 def _matches(values: pa.Array, pattern: str) -> np.ndarray:
-    """Which of ``values`` match ``pattern`` (NULL: no); by a scanner in C where one reads the pattern."""
-    if _TEXT_FORMS is not None and pattern in _ISO_FORMS:
-        offsets, data = text_buffers(values)
-        matched = np.frombuffer(_TEXT_FORMS.iso_forms(data, offsets, _ISO_FORMS[pattern]), np.bool_)
-        return matched & values.is_valid().to_numpy(zero_copy_only=False) if values.null_count else matched
-    form = _FORMS.get(pattern) if _TEXT_FORMS is not None else None
+    """Which of ``values`` match ``pattern`` (NULL: no); by a helper of :mod:`cdclake.native` where one reads the
+    pattern (a scanner in C where built, else the regular expression it stands for)."""
+    if pattern in _ISO_FORMS:
+        return native.iso_forms(values, _ISO_FORMS[pattern])
+    form = _FORMS.get(pattern)
     if form is None:
         if pattern == _BOOL:
             return pc.is_in(values, value_set=_BOOLS).to_numpy(zero_copy_only=False)
         return pc.fill_null(pc.match_substring_regex(values, pattern), False).to_numpy(zero_copy_only=False)
-    offsets, data = text_buffers(values)
-    scan = _TEXT_FORMS.number_forms if len(form) == 4 else _TEXT_FORMS.quoted_forms  # type: ignore[union-attr]
-    matched = np.frombuffer(scan(data, offsets, *form), np.bool_)
-    if values.null_count:
-        matched = matched & values.is_valid().to_numpy(zero_copy_only=False)
-    return matched
+    return native.number_forms(values, *form) if len(form) == 4 else native.quoted_forms(values, *form)
 
 
 def _decimal_pattern(type_name: str) -> str | None:
@@ -233,7 +223,7 @@ def _valid_values(names: pa.Array, texts: pa.Array, types: dict[str, str]) -> np
     if not len(texts):
         return ok
     column = _column_indexes(names, types)
-    if _TEXT_FORMS is not None:
+    if native.available("text_forms"):  # one C pass; without it, each type's takes and scans below
         return _judged_values(texts, column, types)
     null = pc.fill_null(pc.equal(texts, "null"), False).to_numpy(zero_copy_only=False)
     for type_name, rows in _rows_by_type(column, types, ~null):
@@ -251,15 +241,9 @@ def _judged_values(texts: pa.Array, column: np.ndarray, types: dict[str, str]) -
     of the path above were a tenth of a bulk batch's compact step. Strings that are not plain and the calendar
     types are judged here as :func:`_accepted` does (a type's entries together: a calendar check holds for all of
     them or none), and what no pattern accepts goes to the reference, as above."""
-    offsets, data = text_buffers(texts)
     kinds, params = _judgements(types)
-    verdicts = np.frombuffer(
-        _TEXT_FORMS.judge(data, offsets, np.ascontiguousarray(column, np.int64), kinds, params),  # type: ignore[union-attr]
-        np.int8,
-    )
+    verdicts = native.judge(texts, column, kinds, params)
     valid = np.asarray(texts.is_valid().to_numpy(zero_copy_only=False), bool) if texts.null_count else None
-    if valid is not None:
-        verdicts[~valid] = 0
     null = verdicts == 3
     ok = verdicts == 1
     asked = verdicts == 2

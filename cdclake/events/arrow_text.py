@@ -7,15 +7,11 @@ value at once, where ``match_substring`` or a string ``if_else`` run a matcher o
 
 from __future__ import annotations
 
-import zlib
-from typing import Any
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cdclake._native import text_forms as _TEXT_FORMS
-from cdclake._native import value_texts as _VALUE_TEXTS
+from cdclake import native
 
 _TEXT_TYPES = (pa.string(), pa.large_string())
 
@@ -23,37 +19,19 @@ _TEXT_TYPES = (pa.string(), pa.large_string())
 def text_buffers(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """A ``string`` / ``large_string`` array's value offsets (``len + 1``, int64, into the data buffer) and
     its data buffer's bytes (at least one byte, so the first byte of an empty value can be read as 0)."""
-    buffers = texts.buffers()
-    width = np.int64 if texts.type == pa.large_string() else np.int32
-    offsets = np.frombuffer(buffers[1], width)[texts.offset : texts.offset + len(texts) + 1].astype(np.int64)
-    data = np.frombuffer(buffers[2], np.uint8) if buffers[2] is not None and len(buffers[2]) else np.zeros(1, np.uint8)
-    return offsets, data
+    return native.text_buffers(texts)
 
 
 def text_buckets(texts: pa.Array, buckets: int) -> np.ndarray:
-    """``zlib.crc32(text) % buckets`` of every value (``merge.bucket_of`` of key texts), -1 for NULL: one C pass
-    over the column's bytes where the module is built, else a Python call per distinct value."""
-    if _TEXT_FORMS is not None and texts.type in _TEXT_TYPES:
-        offsets, data = text_buffers(texts)
-        codes = np.frombuffer(_TEXT_FORMS.crc32_buckets(data, offsets, buckets), np.int64)
-        if texts.null_count:
-            codes[~np.asarray(texts.is_valid().to_numpy(zero_copy_only=False), bool)] = -1
-        return codes
-    encoded = pc.dictionary_encode(texts)
-    per_text = [zlib.crc32(t.encode("utf-8")) % buckets for t in encoded.dictionary.to_pylist()]
-    indices = pc.fill_null(encoded.indices, len(per_text)).to_numpy(zero_copy_only=False)
-    return np.array([*per_text, -1], np.int64)[indices]
+    """``zlib.crc32(text) % buckets`` of every value (``merge.bucket_of`` of key texts), -1 for NULL
+    (:func:`cdclake.native.crc32_buckets`: one C pass over the column's bytes, else a Python call per distinct
+    value)."""
+    return native.crc32_buckets(texts, buckets)
 
 
 def first_bytes(texts: pa.Array) -> np.ndarray:
     """Each value's first byte (0 for an empty or null value)."""
-    offsets, data = text_buffers(texts)
-    first = np.zeros(len(texts), np.uint8)
-    present = offsets[1:] > offsets[:-1]
-    if texts.null_count:
-        present &= np.asarray(texts.is_valid().to_numpy(zero_copy_only=False), bool)
-    first[present] = data[offsets[:-1][present]]
-    return first
+    return native.first_bytes(texts)
 
 
 def holding(texts: pa.Array, needle: bytes) -> pa.BooleanArray:
@@ -110,28 +88,19 @@ def _found(data: np.ndarray, needle: bytes, start: int) -> np.ndarray:
 
 def replaced(texts: pa.Array, rows: np.ndarray, replacements: pa.Array) -> pa.Array:
     """``texts`` (``string`` / ``large_string``) with the texts of ``rows`` (ascending) replaced by ``replacements``
-    (one each, not null), as ``pc.replace_with_mask`` gives it. That kernel builds the column a value at a time
-    (about 0.5 ms a span's image column); the C splice copies the kept runs whole."""
-    rows = np.ascontiguousarray(rows, np.int64)
-    if _VALUE_TEXTS is None or replacements.null_count or (texts.null_count and texts.offset):
-        mask = np.zeros(len(texts), bool)
-        mask[rows] = True
-        return pc.replace_with_mask(texts, pa.array(mask, pa.bool_()), replacements.cast(texts.type))
-    offsets, data = text_buffers(texts)
-    new_offsets, new_data = text_buffers(replacements)
-    out_offsets, out_data = _VALUE_TEXTS.splice(data, offsets, rows, new_offsets, new_data)
-    validity = texts.buffers()[0] if texts.null_count else None
-    buffers = [validity, pa.py_buffer(out_offsets), pa.py_buffer(out_data)]
-    out = pa.Array.from_buffers(pa.large_string(), len(texts), buffers, texts.null_count)
-    return out if texts.type == pa.large_string() else out.cast(texts.type)
+    (one each, not null), as ``pc.replace_with_mask`` gives it (:func:`cdclake.native.splice`: the C copies the kept
+    runs whole)."""
+    return native.splice(texts, rows, replacements)
 
 
-def with_spelt(texts: pa.Array, slow: np.ndarray, rows: np.ndarray, spelt: tuple[Any, bytes, bytes]) -> pa.Array:
-    """``texts`` (``large_string``) with those of ``rows`` a speller of ``cdclake._native._value_texts`` spelt
-    replaced: ``spelt`` is its answer (done per row, the done rows' texts as int64 offsets and data); the rows
-    replaced are no longer ``slow``."""
+def with_spelt(
+    texts: pa.Array, slow: np.ndarray, rows: np.ndarray, spelt: tuple[np.ndarray, np.ndarray, np.ndarray]
+) -> pa.Array:
+    """``texts`` (``large_string``) with those of ``rows`` a speller of :mod:`cdclake.native` spelt replaced
+    (``epoch_texts``, ``connect_decimals``): ``spelt`` is its answer (done per row, the done rows' texts as int64
+    offsets and data); the rows replaced are no longer ``slow``."""
     done_rows, offsets, data = spelt
-    done = np.frombuffer(done_rows, np.bool_)
+    done = np.asarray(done_rows, np.bool_)
     count = int(np.count_nonzero(done))
     if not count:
         return texts

@@ -26,9 +26,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from cdclake._native import text_forms as _TEXT_FORMS
+from cdclake import native
 from cdclake.events.arrow_tables import ChunkedTake
-from cdclake.events.arrow_text import first_bytes, holding, text_buffers
+from cdclake.events.arrow_text import holding
 from cdclake.events.change import EVENT_SCHEMA, ROW_OPS
 from cdclake.events.decoded import BATCH_COLUMN, LOGGED_OPS, event_files, iter_file, read_file
 from cdclake.lake.parquet_stats import write_intermediate
@@ -194,8 +194,6 @@ def op_summary(events: pa.Table, stamp: Callable[[Any], Any] = _timestamp) -> li
 #: The kinds a value text suggests, by code (:func:`_kind_codes`; -1: none, the text ``null``).
 KIND_NAMES = ("double", "bigint", DECIMAL_INTEGER, "string", "boolean")
 _DOUBLE, _BIGINT, _DECIMAL, _STRING, _BOOLEAN = range(5)
-_OPENERS = np.zeros(256, bool)
-_OPENERS[[ord('"'), ord("{"), ord("[")]] = True
 
 
 def _kind(values: pa.Array) -> pa.Array:
@@ -215,56 +213,16 @@ def _kind_codes(values: pa.Array) -> np.ndarray:
     """:func:`_kind` as codes into :data:`KIND_NAMES` (-1 for ``null``), worked out on small integers: the
     kinds of 11M values as Arrow strings (an ``if_else`` of strings per rule) took 1.8 s of a 1M batch's survey.
 
-    The opening character is read from the texts' bytes; the ``^-?[0-9]+$`` test is Arrow's
-    ``ascii_is_decimal`` (non-empty, ASCII digits only) of the text, or of its rest after one ``-``: the regular
-    expression took as long as every other test together.
+    Each text's kind is :func:`cdclake.native.kind_codes`' (one C scan of the texts' bytes: about a tenth of the
+    Arrow kernels' time, which was a fifth of normalize's at 1M events); the integers of more than 18 digits
+    are worked out here, and a SQL NULL is ``double``.
     """
-
-    def flags(mask: pa.Array) -> np.ndarray:
-        return np.asarray(pc.fill_null(mask, False).to_numpy(zero_copy_only=False), bool)
-
-    codes = np.zeros(len(values), np.int8)
     if not len(values):
-        return codes
+        return np.zeros(0, np.int8)
     if values.type not in (pa.string(), pa.large_string()):
         values = values.cast(pa.large_string())
-    if _TEXT_FORMS is not None:  # one C pass (``_native/_text_forms.c``), held to the Arrow path below by tests
-        return _native_kind_codes(values)
-    offsets, _ = text_buffers(values)
-    first = first_bytes(values)
-    integer = flags(pc.ascii_is_decimal(values))
-    negative = np.flatnonzero(first == ord("-"))
-    if len(negative):
-        rest = pc.utf8_slice_codeunits(values.take(pa.array(negative)), 1)
-        integer[negative] = flags(pc.ascii_is_decimal(rest))
-    if integer.any():
-        # at most 18 digits (a ``-`` not counted) always fit a bigint; the longer ones are worked out alone
-        codes[integer] = _BIGINT
-        digits = offsets[1:] - offsets[:-1] - (first == ord("-"))
-        long_ = np.flatnonzero(integer & (digits > _SURE_BIGINT_DIGITS))
-        if len(long_):
-            named = _long_integer_kind(values.take(pa.array(long_))).to_numpy(zero_copy_only=False)
-            codes[long_] = np.select([named == "bigint", named == DECIMAL_INTEGER], [_BIGINT, _DECIMAL], _STRING)
-    codes[_OPENERS[first]] = _STRING
-    codes[flags(pc.is_in(values, pa.array(["true", "false"])))] = _BOOLEAN
-    codes[flags(pc.equal(values, "null"))] = -1
-    return codes
-
-
-#: Digits (a ``-`` not counted) that always fit a ``bigint``: 2**63 has 19.
-_SURE_BIGINT_DIGITS = 18
-#: ``kind_codes``' code of an integer of more than :data:`_SURE_BIGINT_DIGITS` digits (worked out here).
-_LONG_INTEGER = 5
-
-
-def _native_kind_codes(values: pa.Array) -> np.ndarray:
-    """:func:`_kind_codes` by one scan in C of the texts' bytes: about a tenth of the Arrow path's time, which
-    was a fifth of normalize's at 1M events (25M image values, four kernels and their masks a value)."""
-    offsets, data = text_buffers(values)
-    codes = np.frombuffer(_TEXT_FORMS.kind_codes(data, offsets), np.int8)  # type: ignore[union-attr]
-    if values.null_count:
-        codes[~np.asarray(values.is_valid().to_numpy(zero_copy_only=False), bool)] = _DOUBLE  # a SQL NULL
-    long_ = np.flatnonzero(codes == _LONG_INTEGER)
+    codes = native.kind_codes(values)  # a null value: 0, ``double``
+    long_ = np.flatnonzero(codes == native.KIND_LONG_INTEGER)
     if len(long_):
         named = _long_integer_kind(values.take(pa.array(long_))).to_numpy(zero_copy_only=False)
         codes[long_] = np.select([named == "bigint", named == DECIMAL_INTEGER], [_BIGINT, _DECIMAL], _STRING)

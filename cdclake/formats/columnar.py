@@ -19,11 +19,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from msgspec import UNSET, Raw, UnsetType
 
-from cdclake._native import json_objects as _NATIVE
-from cdclake._native import text_forms as _TEXT_FORMS
-from cdclake._native import value_texts as _VALUE_TEXTS
+from cdclake import native
 from cdclake.events.arrow import DECODED_FILE_SCHEMA
-from cdclake.events.arrow_text import first_bytes, holding, replaced, text_buffers, with_spelt
+from cdclake.events.arrow_text import first_bytes, holding, replaced, with_spelt
 from cdclake.events.change import Rejected, Source, value_text
 from cdclake.formats._connect_decimals import with_connect_decimals
 from cdclake.formats._json import unique_object
@@ -124,9 +122,8 @@ def shallow(text: bytes, starts: np.ndarray, heads: list[bytes]) -> bool:
     brackets than the depth limit, so none can nest deeper than the reference reads. ``heads``: each record's
     schema block (:func:`schema_texts`: one object per distinct block). Where a line starts with its block
     (``{"schema":<head>,...``), the block's brackets are counted once per distinct block and the rest of the
-    line by one count (for every line at once in C where the module is built); other lines are counted whole."""
-    if _NATIVE is None:
-        return _shallow_lines(text, starts, heads)
+    line by one count (:func:`cdclake.native.bracket_counts`: every line at once in C where built); other lines
+    are counted whole."""
     ends = np.append(starts[1:], len(text)).astype(np.int64)
     data = np.frombuffer(text, np.uint8)
     at = np.minimum(starts[:, None] + np.arange(len(_HEADED), dtype=np.int64), len(text) - 1)
@@ -138,31 +135,13 @@ def shallow(text: bytes, starts: np.ndarray, heads: list[bytes]) -> bool:
     sizes = np.array([by_head[id(head)] for head in heads], np.int64).reshape(len(heads), 2)
     froms = starts.astype(np.int64) + np.where(headed, len(_HEADED) + sizes[:, 0], 0)
     in_heads = np.where(headed, 1 + sizes[:, 1], 0)  # the envelope's brace (past the prefix) and the block's
-    counts = np.frombuffer(_NATIVE.bracket_counts(text, np.minimum(froms, ends), ends), np.int64)
+    counts = native.bracket_counts(text, np.minimum(froms, ends), ends)
     return int((counts + in_heads).max(initial=0)) <= MAX_JSON_DEPTH
 
 
 #: The start of a line that holds its schema block first (as Kafka Connect's JSON writer writes it).
 _HEADED = b'{"schema":'
 _HEADED_BYTES = np.frombuffer(_HEADED, np.uint8)
-
-
-def _shallow_lines(text: bytes, starts: np.ndarray, heads: list[bytes]) -> bool:
-    """:func:`shallow` a line at a time in Python (where the C module is not built)."""
-    count = text.count
-    ends = [*starts[1:].tolist(), len(text)]
-    in_heads: dict[int, int] = {}
-    most = 0
-    for start, end, head in zip(starts.tolist(), ends, heads, strict=True):
-        if not text.startswith(_HEADED, start):
-            most = max(most, count(b"{", start, end) + count(b"[", start, end))
-            continue
-        in_head = in_heads.get(id(head))
-        if in_head is None:
-            in_head = in_heads[id(head)] = head.count(b"{") + head.count(b"[")
-        rest = start + 10 + len(head)  # past '{"schema":' (its brace counted: the 1) and the block
-        most = max(most, 1 + in_head + count(b"{", rest, end) + count(b"[", rest, end))
-    return most <= MAX_JSON_DEPTH
 
 
 def read_spans(
@@ -280,8 +259,9 @@ def guarded_span(
 # parsed value of that JSON type unchanged (``UNNAMED``: a column its schema does not name, any scalar), else
 # converted one at a time (``CONVERT``).
 UNNAMED, INT, FLOAT, BOOL, STR, CONVERT = range(6)
-# Integer dates and timestamps (days; milli-, micro-, nanoseconds since the epoch): converted at once by Arrow
-# (``_epoch_texts``) where the value is a JSON integer of the years 1000-9999, else like ``CONVERT``.
+# Integer dates and timestamps (days; milli-, micro-, nanoseconds since the epoch): converted at once
+# (``_with_epoch_texts``) where the value is a JSON integer of the years 1000-9999, else like ``CONVERT``; the
+# kinds ``native.epoch_texts`` reads.
 DATE_DAYS, TS_MILLIS, TS_MICROS, TS_NANOS = range(6, 10)
 # A decimal the reference reads from a JSON number or from text (``Decimal(text)``): a number is kept as its text,
 # text spelt as ``Decimal`` writes it loses its quotes (``_with_decimal_texts``), anything else like ``CONVERT``.
@@ -291,10 +271,6 @@ _PLAIN_DECIMAL = r'^"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?"$'
 #: The integer logical kinds by ``(logical kind, units per second)`` (``_kafka_connect.INTEGER_LOGICAL``'s).
 EPOCH_KINDS = {("date", 0): DATE_DAYS, ("timestamp", 1_000): TS_MILLIS}
 EPOCH_KINDS |= {("timestamp", 1_000_000): TS_MICROS, ("timestamp", 1_000_000_000): TS_NANOS}
-_DAY_US = 86_400_000_000
-#: Microseconds since the epoch of 1000-01-01 and of 9999-12-31 23:59:59.999999: Arrow spells the years between
-#: as Python's ``isoformat`` does (four digits).
-_MIN_US, _MAX_US = -30_610_224_000_000_000, 253_402_300_799_999_999
 _KIND_OF_KEPT = {(int,): INT, (int, Decimal): FLOAT, (bool,): BOOL, (str,): STR}
 #: What a converter gives for a value the reference drops from its image, or refuses (it words why).
 DROPPED, REFUSED = object(), object()
@@ -344,9 +320,10 @@ def image_or_none(value: Any) -> Any:
 
 
 def split_first(read: Callable[[bool], Any]) -> Any:
-    """``read(split)`` with the images as raw texts to split in C where the splitter is built, else (or where it
-    does not read an image: :class:`Unsplit`) with the images as dicts."""
-    if _NATIVE is not None:
+    """``read(split)`` with the images as raw texts to split in C where the splitter runs
+    (``native.available("json_objects")``), else (or where it does not read an image: :class:`Unsplit`) with the
+    images as dicts."""
+    if native.available("json_objects"):
         try:
             return read(True)
         except Unsplit:
@@ -368,14 +345,14 @@ class _Split(NamedTuple):
 
 
 def split_images(images: list[Any]) -> _Split:
-    """``images`` (each a ``Raw`` object text or None) split by the C splitter (:mod:`cdclake._native`), exactly as
+    """``images`` (each a ``Raw`` object text or None) split by the C splitter (``native.split_objects``), exactly as
     the dict reader reads them; :class:`Unsplit` where one is not the compact object that reader writes back
     byte for byte (blanks between members, an escape in a name, a name twice, text that is not UTF-8)."""
     texts = [_NULL if image is None else image for image in images]
     lengths = np.fromiter(map(len, texts), np.int64, len(texts))
     offsets = np.zeros(len(texts) + 1, np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    split = _NATIVE.split_objects(b"".join(texts), offsets)  # type: ignore[union-attr]
+    split = native.split_objects(b"".join(texts), offsets)
     if split is None:
         raise Unsplit
     counts, layout_of, name_offsets, name_data, value_offsets, value_data, firsts, entries = split
@@ -595,40 +572,8 @@ def _with_epoch_texts(
     candidates = np.flatnonzero((kinds >= DATE_DAYS) & (kinds <= TS_NANOS) & ~probed)
     if not len(candidates):
         return texts
-    if _VALUE_TEXTS is not None:  # in C (``_native/_value_texts.c``), held to the Arrow path below by tests
-        rows = candidates[integer[candidates]]
-        offsets, data = text_buffers(texts)
-        return with_spelt(texts, slow, rows, _VALUE_TEXTS.epoch_texts(data, offsets, rows, kinds[rows]))
-    chosen = texts.take(pa.array(candidates))
-    offsets, _ = text_buffers(chosen)
-    integral = integer[candidates] & (np.diff(offsets) <= 16)
-    numbers = np.zeros(len(candidates), np.int64)
-    numbers[integral] = pc.cast(chosen.filter(pa.array(integral)), pa.int64()).to_numpy()
-    kind = kinds[candidates]
-    # no overflow below: days past this bound are outside the years anyway (16 characters of milliseconds
-    # times 1,000 wrap only to values below the years)
-    safe = (kind != DATE_DAYS) | (np.abs(numbers) <= 4_000_000)
-    numbers[~safe] = 0
-    micros = np.select(
-        [kind == DATE_DAYS, kind == TS_MILLIS, kind == TS_MICROS],
-        [numbers * _DAY_US, numbers * 1_000, numbers],
-        np.floor_divide(numbers, 1_000),
-    )
-    done = integral & safe & (micros >= _MIN_US) & (micros <= _MAX_US)
-    if not done.any():
-        return texts
-    at = micros[done]
-    stamps = pa.array(at, pa.int64()).cast(pa.timestamp("us")).cast(pa.string())
-    days = pa.array(at // _DAY_US, pa.int64()).cast(pa.int32()).cast(pa.date32()).cast(pa.string())
-    spelt = pc.if_else(
-        pa.array(kind[done] == DATE_DAYS),
-        pc.binary_join_element_wise('"', days, '"', ""),
-        pc.binary_join_element_wise('"', pc.replace_substring(stamps, " ", "T", max_replacements=1), 'Z"', ""),
-    )
-    mask = np.zeros(len(texts), bool)
-    mask[candidates[done]] = True
-    slow[mask] = False
-    return pc.replace_with_mask(texts, pa.array(mask), spelt.cast(texts.type))
+    rows = candidates[integer[candidates]]
+    return with_spelt(texts, slow, rows, native.epoch_texts(texts, rows, kinds[rows]))
 
 
 def _with_decimal_texts(texts: pa.Array, kinds: np.ndarray, slow: np.ndarray, probed: np.ndarray) -> pa.Array:
@@ -649,13 +594,9 @@ def _with_decimal_texts(texts: pa.Array, kinds: np.ndarray, slow: np.ndarray, pr
 
 def _plain_decimals(texts: pa.Array, inner: pa.Array) -> np.ndarray:
     """Which ``texts`` (valid JSON, no nulls; ``inner``: each without its first and last character) match
-    :data:`_PLAIN_DECIMAL`: a string whose inside is a plain decimal, read by ``number_forms`` in C where the module
-    is built (any digits, any fraction digits, no exponent), else by the regular expression."""
-    if _TEXT_FORMS is None:
-        matched = pc.match_substring_regex(texts, _PLAIN_DECIMAL)
-        return np.asarray(pc.fill_null(matched, False).to_numpy(zero_copy_only=False), bool)
-    offsets, data = text_buffers(inner)
-    plain = np.frombuffer(_TEXT_FORMS.number_forms(data, offsets, 2**31 - 1, -1, 0, 1), np.bool_)
+    :data:`_PLAIN_DECIMAL`: a string whose inside is a plain decimal (``native.number_forms``: any digits, any
+    fraction digits, no exponent)."""
+    plain = native.number_forms(inner, 2**31 - 1, -1, 0, 1)
     return plain & (first_bytes(texts) == ord('"'))  # a JSON text opening with a quote is a string: it ends with one
 
 

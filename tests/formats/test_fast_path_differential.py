@@ -16,7 +16,6 @@ import functools
 import json
 import logging
 import re
-import sys
 import tempfile
 import traceback
 from collections.abc import Iterator
@@ -30,6 +29,7 @@ from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 import cdclake.formats.columnar as json_columns
+from cdclake import native
 from cdclake.bench.generate import generate
 
 pytestmark = pytest.mark.fuzz
@@ -263,27 +263,10 @@ def _spans_of(size: int) -> Iterator[None]:
         json_columns.SPAN_BYTES = kept
 
 
-#: Where the decode fast paths hold the compiled helpers (``cdclake._native``): None there runs their Python path.
-NATIVE_SLOTS = (
-    ("cdclake.formats.columnar", ("_NATIVE", "_TEXT_FORMS", "_VALUE_TEXTS")),
-    ("cdclake.formats._connect_decimals", ("_VALUE_TEXTS",)),
-    ("cdclake.formats._json_shapes", ("_TEXT_FORMS",)),
-    ("cdclake.events.arrow_text", ("_TEXT_FORMS", "_VALUE_TEXTS")),
-)
-
-
-@contextlib.contextmanager
-def _native_helpers(on: bool) -> Iterator[None]:
-    """The C helpers as built (``on``), or their Python paths: both are held to the reference."""
-    saved = [(sys.modules[m], name, getattr(sys.modules[m], name)) for m, names in NATIVE_SLOTS for name in names]
-    if not on:
-        for module, name, _ in saved:
-            setattr(module, name, None)
-    try:
-        yield
-    finally:
-        for module, name, value in saved:
-            setattr(module, name, value)
+def _native_helpers(on: bool) -> contextlib.AbstractContextManager[None]:
+    """The C helpers as built (``on``), or their Python paths (``cdclake.native.disabled``): both are held to the
+    reference."""
+    return native.disabled(not on)
 
 
 class _Faults(logging.Handler):

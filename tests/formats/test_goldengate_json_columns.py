@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import cdclake.formats.columnar as json_columns
 import cdclake.formats.goldengate_json_columns as gg_columns
-from cdclake._native import json_objects
+from cdclake import native
 from cdclake.bench.generate import generate
 from cdclake.events.change import Rejected
 from cdclake.formats.columnar import spans
@@ -62,7 +62,7 @@ def test_the_bench_stream_is_read_as_columns_span_by_span(tmp_path: Path):
         assert read == len(list(spans(data))) > 5
 
 
-@pytest.mark.skipif(json_objects is None, reason="the C splitter is not built")
+@pytest.mark.skipif(not native.available("json_objects"), reason="the C splitter is not built")
 def test_the_images_are_split_in_c_and_each_meta_joined_a_column_at_a_time(tmp_path: Path):
     gens, _ = generate(["goldengate-json"], tmp_path / "files", 400, seed=5, file_events=400)
     data = gens["goldengate-json"].files[0].read_bytes()

@@ -49,17 +49,16 @@ def test_each_line_counts_its_own_blocks_and_payload_brackets():
 
 
 def test_plain_decimal_strings_are_the_pattern_s():
-    """The C reading of ``_PLAIN_DECIMAL`` (a string holding a plain decimal) answers as the regular expression."""
+    """The reading of ``_PLAIN_DECIMAL`` (a string holding a plain decimal) by ``native.number_forms`` answers as
+    the regular expression, in C and in Python."""
     import pyarrow as pa
     import pyarrow.compute as pc
-    import pytest
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
+    from cdclake import native
     from cdclake.formats import columnar
 
-    if columnar._TEXT_FORMS is None:
-        pytest.skip("the C module is not built")
     inside = st.text(st.sampled_from('-0123456789.eE+a"\\'), max_size=8)
     texts = st.one_of(inside.map(lambda t: '"' + t + '"'), st.sampled_from(["true", "[1]", "1.5", '["1"]', "null"]))
 
@@ -69,7 +68,9 @@ def test_plain_decimal_strings_are_the_pattern_s():
         array = pa.array(values, pa.large_string())
         inner = pc.utf8_slice_codeunits(array, 1, -1)
         expected = pc.match_substring_regex(array, columnar._PLAIN_DECIMAL).to_pylist()
-        assert columnar._plain_decimals(array, inner).tolist() == expected
+        for off in (False, True):
+            with native.disabled(off):
+                assert columnar._plain_decimals(array, inner).tolist() == expected
 
     check()
 

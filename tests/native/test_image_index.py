@@ -1,9 +1,10 @@
-"""The C index of image map entries (``cdclake._native._image_index``) and the driver fold's use of it: every
-name's lookup held to the numpy scan it replaced (chunked maps, a name twice in a map, empty and null maps,
-rows read by no sorted event or by two, blocks of names)."""
+"""The index of image map entries (``cdclake.native.first_entries``: C, and numpy without it) and the driver fold's
+use of it: every name's lookup held to the numpy scan it replaced (chunked maps, a name twice in a map, empty and
+null maps, rows read by no sorted event or by two, blocks of names)."""
 
 from __future__ import annotations
 
+import importlib
 import itertools
 from unittest import mock
 
@@ -14,10 +15,14 @@ from fuzzing import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cdclake._native import image_index
+from cdclake import native
 from cdclake.compaction import arrow_fold
 
-pytestmark = pytest.mark.skipif(image_index is None, reason="cdclake._native._image_index is not built")
+#: The compiled module, for the checks of its own arguments (None where it is not built).
+try:
+    _image_index = importlib.import_module("cdclake.native._image_index")
+except ImportError:
+    _image_index = None
 
 _NAMES = ["a", "b", "c", "d", "é"]
 _ENTRIES = st.tuples(st.sampled_from(_NAMES), st.one_of(st.none(), st.sampled_from(["1", '"x"', "null"])))
@@ -30,12 +35,15 @@ def _images(maps: list, cuts: list[int]) -> pa.ChunkedArray:
     return pa.chunked_array([pa.array(maps[lo:hi], kind) for lo, hi in itertools.pairwise(bounds) if hi > lo], kind)
 
 
-def _lookups(images: pa.ChunkedArray, order: np.ndarray, native: bool, block: int | None = None) -> list:
+def _lookups(images: pa.ChunkedArray, order: np.ndarray, way: str, block: int | None = None) -> list:
+    """Each name's lookup by the index in C (``"c"``), by its numpy equivalent (``"numpy"``), or by the scan."""
     with (
-        mock.patch.object(arrow_fold, "_IMAGE_INDEX", image_index if native else None),
+        native.disabled(way != "c"),
         mock.patch.object(arrow_fold, "INDEX_BLOCK_BYTES", block or arrow_fold.INDEX_BLOCK_BYTES),
     ):
         found = arrow_fold._Image(images, order)
+        if way == "scan":
+            found._sorted_of_row = None
         return [tuple(a.tolist() for a in found.lookup(name)) for name in [*_NAMES, "absent", "c", "a"]]
 
 
@@ -50,7 +58,9 @@ def test_every_name_s_lookup_is_the_scan_s(maps, cuts, data):
     order = np.asarray(drawn, np.int64)
     names = data.draw(st.sampled_from([None, 1, 2, 3]))  # per block: every name at once, or one, two or three
     block = names and names * 8 * max(1, len(order))
-    assert _lookups(images, order, True, block) == _lookups(images, order, False)
+    scanned = _lookups(images, order, "scan")
+    assert _lookups(images, order, "c", block) == scanned
+    assert _lookups(images, order, "numpy", block) == scanned
 
 
 def test_a_name_twice_in_a_map_gives_its_first_value_and_a_row_read_twice_falls_back():
@@ -78,8 +88,9 @@ def test_a_name_twice_in_a_map_gives_its_first_value_and_a_row_read_twice_falls_
         ([0, 1], [0, 2], [0], 1, 0, 1, "int64"),
     ],
 )
+@pytest.mark.skipif(_image_index is None, reason="cdclake.native._image_index is not built")
 def test_bad_buffers_are_refused(codes, offsets, rows, low, high, m, message):
     with pytest.raises(ValueError, match=message):
-        image_index.first_entries(
+        _image_index.first_entries(
             np.asarray(codes, np.int64), np.asarray(offsets, np.int64), np.asarray(rows, np.int64), low, high, m
         )

@@ -1,4 +1,4 @@
-"""The C splitter of image objects (``cdclake._native._json_objects``) and its use by the JSON columnar paths:
+"""The C splitter of image objects (``cdclake.native.split_objects``) and its use by the JSON columnar paths:
 held to msgspec's dict reading (names, value texts, layouts) and to the dict path's record batches."""
 
 from __future__ import annotations
@@ -15,10 +15,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from msgspec import Raw
 
-from cdclake._native import _json_objects
+from cdclake import native
 from cdclake.bench.generate import generate
 from cdclake.formats import columnar as json_columns
 from cdclake.registry import columnar_reader, get_decoder
+from cdclake.runtime.limits import MAX_JSON_DEPTH
+
+#: The tests of the splitter itself: it has no Python equivalent (the callers read dicts instead).
+needs_c = pytest.mark.skipif(not native.available("json_objects"), reason="the C splitter is not built or is off")
 
 _DICTS = msgspec.json.Decoder(dict[str, Raw] | None)
 
@@ -61,9 +65,10 @@ def _images(draw) -> list[bytes]:
 def _split(texts: list[bytes]):
     offsets = np.zeros(len(texts) + 1, np.int64)
     np.cumsum([len(t) for t in texts], out=offsets[1:])
-    return _json_objects.split_objects(b"".join(texts), offsets)
+    return native.split_objects(b"".join(texts), offsets)
 
 
+@needs_c
 @pytest.mark.fuzz
 @settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(texts=_images())
@@ -87,6 +92,7 @@ def test_objects_split_as_msgspec_reads_them(texts: list[bytes]):
         assert layout == -1 if image is None else lists[layout] == list(image)
 
 
+@needs_c
 @pytest.mark.parametrize(
     "text",
     [
@@ -105,6 +111,7 @@ def test_texts_outside_the_compact_shape_are_not_split(text: bytes):
     assert _split([b'{"x":1}', text]) is None
 
 
+@needs_c
 def test_split_images_leaves_a_name_twice_and_text_outside_utf8_to_the_dict_reader():
     with pytest.raises(json_columns.Unsplit):
         json_columns.split_images([Raw(b'{"a":1,"a":2}')])
@@ -116,13 +123,14 @@ def test_split_images_leaves_a_name_twice_and_text_outside_utf8_to_the_dict_read
     assert split.sizes.tolist() == [2, 0, 0] and split.absent.tolist() == [False, True, False]
 
 
+@needs_c
 def test_bad_offsets_are_refused():
     with pytest.raises(ValueError, match="bounds"):
-        _json_objects.split_objects(b"{}", b"")
+        native.split_objects(b"{}", b"")
     with pytest.raises(ValueError, match="out of the texts"):
-        _json_objects.split_objects(b"{}", np.array([0, 3], np.int64))
+        native.split_objects(b"{}", np.array([0, 3], np.int64))
     with pytest.raises(ValueError, match="ascending"):
-        _json_objects.split_objects(b"{}{}", np.array([0, 3, 2, 4], np.int64))
+        native.split_objects(b"{}{}", np.array([0, 3, 2, 4], np.int64))
 
 
 @pytest.fixture(scope="module")
@@ -138,12 +146,13 @@ def bench_spans(tmp_path_factory) -> dict[str, bytes]:
     return spans
 
 
+@needs_c
 @pytest.mark.parametrize("format_id", ["debezium-json", "cdl-json", "datahub-blob"])
 def test_a_split_span_gives_the_batch_of_the_dict_path(bench_spans, format_id):
     span = bench_spans[format_id]
     with mock.patch.object(json_columns, "split_images", wraps=json_columns.split_images) as splits:
         split = columnar_reader(get_decoder(format_id)).span(span, "f", 0)
-    with mock.patch.object(json_columns, "_NATIVE", None):
+    with native.disabled():
         dicts = columnar_reader(get_decoder(format_id)).span(span, "f", 0)
     assert splits.call_count == 2  # both image columns, once
     if isinstance(split, tuple):  # BLOB: (batch, bytes read)
@@ -157,12 +166,13 @@ def test_a_blob_image_holder_with_another_member_is_read_with_dicts(bench_spans)
     span = bench_spans["datahub-blob"]
     odd = span.replace(b'"after":{"dataColumn":', b'"after":{"other":[1],"dataColumn":', 1)
     assert odd != span
-    with mock.patch.object(json_columns, "_NATIVE", None):
+    with native.disabled():
         dicts = columnar_reader(get_decoder("datahub-blob")).span(odd, "f", 0)
     assert dicts is None  # a holder member that is not an object: the dict reader leaves the span to the reference
     assert columnar_reader(get_decoder("datahub-blob")).span(odd, "f", 0) is None
 
 
+@needs_c
 def test_a_span_the_splitter_refuses_is_read_with_dicts(bench_spans):
     """A blank between two image members: msgspec's dict reader reads the span (and its write-back check sends
     it to the reference), so the splitter's refusal costs a second read, never a different batch."""
@@ -172,7 +182,7 @@ def test_a_span_the_splitter_refuses_is_read_with_dicts(bench_spans):
     with mock.patch.object(json_columns, "split_images", wraps=json_columns.split_images) as splits:
         batch = columnar_reader(get_decoder("debezium-json")).span(odd, "f", 0)
     assert splits.call_count >= 1  # the splitter was asked first
-    with mock.patch.object(json_columns, "_NATIVE", None):
+    with native.disabled():
         assert batch == columnar_reader(get_decoder("debezium-json")).span(odd, "f", 0)
 
 
@@ -200,18 +210,25 @@ def _records(draw) -> tuple[bytes, list[bytes]]:
 @settings(max_examples=examples(200), deadline=None)
 @given(_records())
 def test_the_bracket_bound_in_c_is_the_line_by_line_one(records):
-    """``shallow`` over the C counts equals the Python loop, lines with and without their block first, near and
-    past the depth limit, lines shorter than the block's prefix."""
+    """``shallow`` over the counts (in C and in Python) equals a count of each whole line, lines with and without
+    their block first, near and past the depth limit, lines shorter than the block's prefix."""
     lines, heads = records
     text = b"\n".join(lines) + b"\n"
     starts = np.array([0, *np.cumsum([len(line) + 1 for line in lines])[:-1]], np.int64)
     blocks = json_columns.schema_texts([Raw(head) for head in heads])
-    assert json_columns.shallow(text, starts, blocks) == json_columns._shallow_lines(text, starts, blocks)
+    expected = max(line.count(b"{") + line.count(b"[") for line in lines) <= MAX_JSON_DEPTH
+    for off in (False, True):
+        with native.disabled(off):
+            assert json_columns.shallow(text, starts, blocks) == expected
 
 
 def test_bracket_counts_count_each_range_and_refuse_bad_ones():
     bounds = np.array([0, 2, 5], np.int64), np.array([4, 2, 8], np.int64)
-    assert np.frombuffer(_json_objects.bracket_counts(b"{[x]{a[[", *bounds), np.int64).tolist() == [2, 0, 2]
+    for off in (False, True):
+        with native.disabled(off):
+            assert native.bracket_counts(b"{[x]{a[[", *bounds).tolist() == [2, 0, 2]
+    if not native.available("json_objects"):
+        return  # the bounds are checked by the C
     for froms, tos in (([0], [10]), ([-1], [2]), ([3], [2]), ([0, 1], [2])):
         with pytest.raises(ValueError):
-            _json_objects.bracket_counts(b"{[x]{a[[", np.array(froms, np.int64), np.array(tos, np.int64))
+            native.bracket_counts(b"{[x]{a[[", np.array(froms, np.int64), np.array(tos, np.int64))

@@ -1,9 +1,10 @@
-"""The C scanners of value forms (``cdclake._native._text_forms``) read each pattern they stand for exactly as
-Arrow's regex kernel does (``compaction.arrow_typing._matches``' two paths)."""
+"""The scanners of value forms (``cdclake.native``'s ``number_forms``, ``quoted_forms``, ``iso_forms``: C, and the
+regular expressions they stand for without it) read each pattern exactly as Arrow's regex kernel does
+(``compaction.arrow_typing._matches``); normalize's kinds and routing's judgement alike in C and in Python."""
 
 from __future__ import annotations
 
-from unittest import mock
+import importlib
 
 import numpy as np
 import pyarrow as pa
@@ -13,9 +14,16 @@ from fuzzing import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cdclake._native import _text_forms
+from cdclake import native
 from cdclake.compaction import arrow_typing
 from cdclake.events import batch as batch_events
+
+#: The compiled module, for the checks of its own arguments (None where it is not built).
+try:
+    _text_forms = importlib.import_module("cdclake.native._text_forms")
+except ImportError:
+    _text_forms = None
+needs_c = pytest.mark.skipif(_text_forms is None, reason="cdclake.native._text_forms is not built")
 
 _DECIMALS = [arrow_typing._decimal_pattern(t) for t in ("decimal(10,2)", "decimal(5,0)", "decimal(38,18)")]
 _PATTERNS = [*arrow_typing._FORMS, arrow_typing._BOOL, *arrow_typing._ISO_FORMS]
@@ -70,14 +78,18 @@ def _regex(values: pa.Array, pattern: str) -> np.ndarray:
 @given(texts=st.lists(st.one_of(st.none(), _TEXTS), max_size=30), start=st.integers(0, 3), large=st.booleans())
 def test_each_scanned_form_matches_as_its_pattern(texts, start, large):
     values = pa.array(texts, pa.large_string() if large else pa.string()).slice(min(start, len(texts)))
-    for pattern in _PATTERNS + _DECIMALS:
-        assert arrow_typing._matches(values, pattern).tolist() == _regex(values, pattern).tolist(), pattern
+    for off in (False, True):
+        with native.disabled(off):
+            for pattern in _PATTERNS + _DECIMALS:
+                assert arrow_typing._matches(values, pattern).tolist() == _regex(values, pattern).tolist(), pattern
 
 
 def test_the_number_pattern_s_longest_integer():
     values = pa.array(["1" * 300, "1" * 301, "-" + "9" * 300 + ".5e-999", "1e1000"])
-    assert arrow_typing._matches(values, arrow_typing._NUMBER).tolist() == _regex(values, arrow_typing._NUMBER).tolist()
-    assert arrow_typing._matches(values, arrow_typing._NUMBER).tolist() == [True, False, True, False]
+    for off in (False, True):
+        with native.disabled(off):
+            matched = arrow_typing._matches(values, arrow_typing._NUMBER).tolist()
+            assert matched == _regex(values, arrow_typing._NUMBER).tolist() == [True, False, True, False]
 
 
 def _calendar_variants() -> list[str]:
@@ -105,16 +117,18 @@ def _calendar_variants() -> list[str]:
 
 def test_each_calendar_field_at_its_bounds():
     values = pa.array(_calendar_variants())
-    for pattern in arrow_typing._ISO_FORMS:
-        scanned = arrow_typing._matches(values, pattern)
-        assert scanned.tolist() == _regex(values, pattern).tolist(), pattern
-        assert scanned.any()
+    for off in (False, True):
+        with native.disabled(off):
+            for pattern in arrow_typing._ISO_FORMS:
+                scanned = arrow_typing._matches(values, pattern)
+                assert scanned.tolist() == _regex(values, pattern).tolist(), pattern
+                assert scanned.any()
 
 
 def test_the_decimal_and_calendar_patterns_are_scanned():
     assert all(pattern in arrow_typing._FORMS for pattern in _DECIMALS)
     assert set(arrow_typing._ISO_FORMS) == {arrow_typing._ISO_DATE, arrow_typing._ISO_TIMESTAMP}
-    with mock.patch.object(arrow_typing, "_TEXT_FORMS", None):  # the regex path where the module is not built
+    with native.disabled():  # the regex path where the module is not built
         values = pa.array(["12.50", "1.234", "-0"])
         assert arrow_typing._matches(values, _DECIMALS[0]).tolist() == [True, False, True]
 
@@ -132,11 +146,11 @@ def test_kind_codes_are_the_arrow_path_s(texts, start, large):
     """normalize's survey reads the same kind in each text with the C scan as with Arrow's kernels: nulls, slices,
     integers either side of 18 digits (the longer ones judged apart), openers, ``true`` / ``false`` / ``null``."""
     values = pa.array(texts, pa.large_string() if large else pa.string()).slice(min(start, len(texts)))
-    native = batch_events._kind_codes(values)
-    with mock.patch.object(batch_events, "_TEXT_FORMS", None):
+    in_c = batch_events._kind_codes(values)
+    with native.disabled():
         arrow = batch_events._kind_codes(values)
-    assert native.dtype == arrow.dtype
-    assert native.tolist() == arrow.tolist()
+    assert in_c.dtype == arrow.dtype
+    assert in_c.tolist() == arrow.tolist()
 
 
 def test_kind_codes_of_each_kind():
@@ -207,12 +221,13 @@ def test_judged_values_are_the_per_type_path_s(entries, types, start, large):
     texts = pa.array([t for _, t in entries] + ["1"] * 3, pa.large_string() if large else pa.string())
     texts = texts.slice(0, len(entries)).slice(min(start, len(entries)))
     by_column = dict(zip("abcdef", types, strict=True))
-    native = arrow_typing._valid_values(names, texts, by_column)
-    with mock.patch.object(arrow_typing, "_TEXT_FORMS", None):
+    in_c = arrow_typing._valid_values(names, texts, by_column)
+    with native.disabled():
         per_type = arrow_typing._valid_values(names, texts, by_column)
-    assert native.tolist() == per_type.tolist()
+    assert in_c.tolist() == per_type.tolist()
 
 
+@needs_c
 def test_judge_refuses_columns_that_do_not_fit():
     with pytest.raises(ValueError, match="do not fit the texts"):
         _text_forms.judge(
@@ -224,6 +239,7 @@ def test_judge_refuses_columns_that_do_not_fit():
         )
 
 
+@needs_c
 @pytest.mark.parametrize(
     "scan, args", [("number_forms", (18, 0, 0, 1)), ("quoted_forms", (1,)), ("kind_codes", ()), ("iso_forms", (1,))]
 )

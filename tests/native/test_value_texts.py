@@ -1,11 +1,11 @@
-"""Integer dates and timestamps, and Kafka Connect decimals, spelt in C (``cdclake._native._value_texts``) as the
-numpy and Arrow paths spell them (``columnar._with_epoch_texts`` and
-``_connect_decimals.with_connect_decimals``, each with the module and without)."""
+"""Integer dates and timestamps, and Kafka Connect decimals, spelt in C (``cdclake.native``'s ``epoch_texts``,
+``connect_decimals``) as their numpy and Arrow paths spell them (through ``columnar._with_epoch_texts`` and
+``_connect_decimals.with_connect_decimals``, each with the C and without: ``native.disabled``); the splice likewise."""
 
 from __future__ import annotations
 
 import base64
-from unittest import mock
+import importlib
 
 import numpy as np
 import pyarrow as pa
@@ -14,16 +14,23 @@ from fuzzing import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cdclake._native import _value_texts
+from cdclake import native
 from cdclake.events import arrow_text
 from cdclake.formats import _connect_decimals as connect_decimals
 from cdclake.formats import columnar as json_columns
 from cdclake.formats._connect_decimals import CONNECT_DECIMAL_KIND
 from cdclake.formats._json_shapes import json_shapes
 from cdclake.formats.columnar import DATE_DAYS, TS_MICROS, TS_MILLIS, TS_NANOS, UNNAMED
+from cdclake.native.value_texts import DAY_US as _DAY_US
+from cdclake.native.value_texts import MAX_US as _MAX_US
+from cdclake.native.value_texts import MIN_US as _MIN_US
 
-_DAY_US = 86_400_000_000
-_MIN_US, _MAX_US = json_columns._MIN_US, json_columns._MAX_US
+#: The compiled module, for the checks of its own arguments (None where it is not built).
+try:
+    _value_texts = importlib.import_module("cdclake.native._value_texts")
+except ImportError:
+    _value_texts = None
+needs_c = pytest.mark.skipif(_value_texts is None, reason="cdclake.native._value_texts is not built")
 # the years' edges in each unit, and a step either side
 _EDGES = [0, 4_000_000, 4_000_001, -4_000_000, _MIN_US // _DAY_US, _MAX_US // _DAY_US]
 for per_us in (1, 1_000):
@@ -45,9 +52,9 @@ def _both(texts: list[str], kinds: list[int], probed: list[bool]) -> tuple[list,
     kinds_of = np.array(kinds, np.int8)
     shapes = json_shapes(array)
     answers = []
-    for module in (_value_texts, None):
+    for off in (False, True):
         slow = np.ones(len(texts), bool)
-        with mock.patch.object(json_columns, "_VALUE_TEXTS", module):
+        with native.disabled(off):
             out = json_columns._with_epoch_texts(array, kinds_of, slow, np.array(probed, bool), shapes.integer)
         answers += [out.to_pylist(), slow.tolist()]
     return answers  # type: ignore[return-value]
@@ -63,19 +70,19 @@ def _both(texts: list[str], kinds: list[int], probed: list[bool]) -> tuple[list,
 )
 def test_epoch_texts_are_the_arrow_path_s(rows):
     texts, kinds, probed = (list(column) for column in zip(*rows, strict=True)) if rows else ([], [], [])
-    native, native_slow, arrow, arrow_slow = _both(texts, kinds, probed)
-    assert native == arrow
-    assert native_slow == arrow_slow
+    in_c, c_slow, arrow, arrow_slow = _both(texts, kinds, probed)
+    assert in_c == arrow
+    assert c_slow == arrow_slow
 
 
 def test_the_years_edges_and_the_units():
-    native, _, arrow, _ = _both(
+    in_c, _, arrow, _ = _both(
         [str(_MIN_US // 1_000), str(_MAX_US // 1_000), "-1", "1717200000123", "19876", "-1001", str(_MIN_US)],
         [TS_MILLIS, TS_MILLIS, TS_NANOS, TS_MILLIS, DATE_DAYS, TS_NANOS, TS_MICROS],
         [False] * 7,
     )
-    assert native == arrow
-    assert native == [
+    assert in_c == arrow
+    assert in_c == [
         '"1000-01-01T00:00:00.000000Z"',
         '"9999-12-31T23:59:59.999000Z"',
         '"1969-12-31T23:59:59.999999Z"',
@@ -86,6 +93,7 @@ def test_the_years_edges_and_the_units():
     ]
 
 
+@needs_c
 def test_rows_outside_the_column_are_refused():
     offsets = np.array([0, 1], np.int64)
     with pytest.raises(ValueError, match="a row outside the column"):
@@ -119,9 +127,9 @@ def test_connect_decimals_are_the_numpy_path_s(rows):
     kinds = np.array([CONNECT_DECIMAL_KIND + scale for _, scale, _ in rows], np.int8)
     probed = np.array([p for _, _, p in rows], bool)
     answers = []
-    for module in (_value_texts, None):
+    for off in (False, True):
         slow = np.ones(len(rows), bool)
-        with mock.patch.object(connect_decimals, "_VALUE_TEXTS", module):
+        with native.disabled(off):
             out = connect_decimals.with_connect_decimals(texts, kinds, slow, probed)
         answers.append((out.to_pylist(), slow.tolist()))
     assert answers[0] == answers[1]
@@ -153,8 +161,8 @@ def test_splice_is_replace_with_mask(rows, cut, type_):
     at = np.array([i for i, (text, chosen, _) in enumerate(rows) if chosen and text is not None], np.int64)
     new = pa.array([rows[i][2] for i in at.tolist()], pa.large_string())
     answers = []
-    for module in (_value_texts, None):
-        with mock.patch.object(arrow_text, "_VALUE_TEXTS", module):
+    for off in (False, True):
+        with native.disabled(off):
             out = arrow_text.replaced(texts, at, new)
         out.validate(full=True)
         answers.append((out.type, out.to_pylist()))
@@ -162,6 +170,7 @@ def test_splice_is_replace_with_mask(rows, cut, type_):
     assert answers[0][1] == [rows[i][2] if i in set(at.tolist()) else rows[i][0] for i in range(len(rows))]
 
 
+@needs_c
 def test_splice_refuses_rows_out_of_order_or_outside():
     data, offsets = b"abc", np.array([0, 1, 2, 3], np.int64)
     new, new_offsets = b"xy", np.array([0, 1, 2], np.int64)

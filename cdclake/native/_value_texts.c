@@ -1,4 +1,4 @@
-/* Integer dates and timestamps spelt as the decode task writes them (cdclake._native).
+/* Integer dates and timestamps spelt as the decode task writes them (cdclake.native).
  *
  * epoch_texts(data, offsets, rows, kinds): for each row of an Arrow string column (``data``, its n + 1 int64
  * ``offsets``) listed in ``rows`` (int64), a JSON integer of at most 16 characters counting days, milli-, micro-

@@ -1,4 +1,4 @@
-/* Split JSON object texts into Arrow buffers of their member names and value texts (cdclake._native).
+/* Split JSON object texts into Arrow buffers of their member names and value texts (cdclake.native).
  *
  * split_objects(texts, offsets): ``texts`` holds n JSON texts back to back, ``offsets`` their n + 1 bounds
  * (int64). Each text must be ``null`` or an object as a writer with no blanks spells it: ``{"name":value,...}``,

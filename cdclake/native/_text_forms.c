@@ -1,4 +1,4 @@
-/* Which texts of an Arrow string column have one of a few fixed forms (cdclake._native).
+/* Which texts of an Arrow string column have one of a few fixed forms (cdclake.native).
  *
  * The merge's routing and typing judge every image value by a regular expression of its column type
  * (``compaction/arrow_typing.py``: a JSON integer of at most 18 digits, a plain decimal, a string without

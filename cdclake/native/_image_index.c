@@ -1,4 +1,4 @@
-/* Where each column's value is in an image map column, for every column at once (cdclake._native).
+/* Where each column's value is in an image map column, for every column at once (cdclake.native).
  *
  * The driver fold (``compaction/arrow_fold.py``, ``_Image``) looks up each column of a table in an image
  * map column: per sorted event, the flat index of the column's value. In numpy that is a scan of every
