@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from cdclake.events.change import ChangeEvent, Source
 from cdclake.formats._timestamps import from_match
@@ -243,23 +243,38 @@ def parse_ts(value: Any, pattern: re.Pattern[str] = _TS) -> dt.datetime | None:
         return None
 
 
+def op_ts_time(value: Any) -> dt.datetime | None:
+    """``op_ts`` as the JSON and Avro formatters write it (:data:`OP_TS`), as an aware UTC datetime; None: not
+    a timestamp (the record is rejected)."""
+    return parse_ts(value, OP_TS)
+
+
 def op_and_order(
     record: Mapping[str, Any], op_keys: OpKeys, describe: Callable[[Any], str] = repr
 ) -> tuple[str, str, dt.datetime] | str:
     """(op, seq, event_ts) of a JSON or Avro formatter record, from its ``op_type``, ``pos`` and
     ``op_ts``; a str is why it has none. One rule for both formats, which carry the same members;
     ``describe`` words a ``pos`` of the wrong type."""
-    op_key = record.get("op_type")
+    order = op_and_order_of(record.get("op_type"), record.get("pos"), record.get("op_ts"), op_keys, describe)
+    return cast("tuple[str, str, dt.datetime] | str", order)  # read in order: seq and event_ts are set
+
+
+def op_and_order_of(
+    op_key: Any, pos: Any, op_ts: Any, op_keys: OpKeys, describe: Callable[[Any], str] = repr, order: bool = True
+) -> tuple[str, str | None, dt.datetime | None] | str:
+    """:func:`op_and_order` of the members' values. ``order`` False: only ``op_type`` and ``pos`` are checked,
+    and seq and event_ts are left to the caller (None), which reads them by :func:`pos_to_seq` and
+    :func:`op_ts_time` (the JSON columnar path: a column at a time)."""
     op = op_keys.ops.get(op_key) if isinstance(op_key, str) else None
     if op is None:
         return f"unknown op_type {op_key!r}; the configured op keys are {op_keys.help}"
-    pos = record.get("pos")
     if pos is None or pos == "":
         return "no pos: GoldenGate records need pos for ordering"
     if isinstance(pos, bool) or not isinstance(pos, (str, int)):
         return f"pos must be a string of digits, not {describe(pos)}"
-    op_ts = record.get("op_ts")
-    event_ts = parse_ts(op_ts, OP_TS)
+    if not order:
+        return op, None, None
+    event_ts = op_ts_time(op_ts)
     if event_ts is None:
         return f"op_ts {op_ts!r} is not a timestamp like 'YYYY-MM-DD HH:MM:SS.ffffff'"
     return op, pos_to_seq(str(pos)), event_ts

@@ -21,12 +21,16 @@ Why it is written this way:
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from types import MappingProxyType
+from typing import Any
 
 from cdclake.events.change import ChangeEvent, Rejected
 from cdclake.formats._gg_common import (
@@ -35,7 +39,7 @@ from cdclake.formats._gg_common import (
     ByteOffsets,
     OpKeys,
     decode_escaping,
-    op_and_order,
+    op_and_order_of,
     python_codec,
     schema_event_before,
 )
@@ -45,9 +49,6 @@ from cdclake.options import OptionError, Options
 from cdclake.registry import Decoder, register
 from cdclake.runtime.limits import MAX_JSON_DEPTH as MAX_DEPTH
 from cdclake.runtime.limits import MAX_RAW_BYTES, MAX_RECORD_BYTES, MAX_SCHEMA_BYTES
-
-if TYPE_CHECKING:
-    pass
 
 #: Top-level members the formatter writes (everything else goes to ``meta["extra"]``).
 _KNOWN_MEMBERS = frozenset(
@@ -169,59 +170,31 @@ class GoldenGateJsonDecoder(Decoder):
 
     def _event(self, json_record: JsonRecord) -> ChangeEvent | Rejected:
         """Map one formatter message to a :class:`ChangeEvent` (or say why it cannot be)."""
-        record, source, reject = json_record.value, json_record.source, json_record.reject
+        record, reject = json_record.value, json_record.reject
         if not isinstance(record, dict):
             return reject(f"record is a JSON {json_kind(record)}, not an object")
-        table = record.get("table")
-        if self.table_override:
-            table = self.table_override
-        elif not isinstance(table, str) or not table:
-            return reject('record has no table name (member "table" missing or not a string)')
-
-        order = op_and_order(record, self.op_keys, _kind_and_value)
-        if isinstance(order, str):
-            return reject(order)
-        op, seq, event_ts = order
-
-        keys = self.keys
         key_member = "primary_keys" if "primary_keys" in record else "priamry_keys"
-        record_keys = record.get(key_member)
-        if record_keys is not None:
-            if not isinstance(record_keys, list) or not all(isinstance(k, str) for k in record_keys):
-                return reject(f"{key_member} must be a list of column names, not {record_keys!r}")
-            keys = self.keys or list(record_keys)  # the keys option declares or overrides (DESIGN 2)
-
-        images: dict[str, dict[str, Any] | None] = {}
-        for name in ("before", "after"):
-            image = record.get(name)
-            if image is not None and not isinstance(image, dict):
-                return reject(f"{name} must be a JSON object of column values, not a JSON {json_kind(image)}")
-            images[name] = None if op == "TRUNCATE" else image
-
-        meta: dict[str, Any] = {"pos": record["pos"], "op_ts": record["op_ts"]}
-        for name in ("current_ts", "tokens"):
-            if record.get(name) is not None:
-                meta[name] = record[name]
-        if record_keys is not None:
-            meta["primary_keys"] = record_keys
-        extra = {k: v for k, v in record.items() if k not in _KNOWN_MEMBERS}
-        if extra:
-            meta["extra"] = extra
-        column_types = self._column_types(table)
+        get = record.get
+        try:
+            env = envelope(self, get("table"), get("op_type"), get("pos"), get("op_ts"), key_member, get(key_member))
+            before, after = images(env, get("before"), get("after"))
+        except RecordError as exc:
+            return reject(str(exc))
+        meta = event_meta(record, env.record_keys)
+        column_types = self._column_types(env.table)
         if isinstance(column_types, str):
             return reject(column_types)
         if column_types:
             meta["column_types"] = column_types
-
         return ChangeEvent(
-            table=table,
-            op=op,
-            seq=seq,
-            event_ts=event_ts,
-            source=source,
-            keys=keys,
-            before=images["before"],
-            after=images["after"],
+            table=env.table,
+            op=env.op,
+            seq=env.seq,
+            event_ts=env.event_ts,
+            source=json_record.source,
+            keys=env.keys,
+            before=before,
+            after=after,
             meta=meta,
         )
 
@@ -229,29 +202,12 @@ class GoldenGateJsonDecoder(Decoder):
 
     def _new_columns(self, event: ChangeEvent) -> ChangeEvent | None:
         """A ``SCHEMA`` event before the first record of a table that carries a column never seen
-        for it before: the formatter starts writing new columns after a metadata change (§6.3.6).
-
-        The first record of a table only sets the baseline (JSON carries no layout of its own,
-        and images of updates and deletes may be partial), so only additions are announced.
-        """
-        before, after = event.before or {}, event.after or {}
-        if not before and not after:  # a truncate carries no columns: it says nothing about the layout
+        for it before (:func:`new_columns`)."""
+        added = new_columns(self._layouts, event.table, event.before, event.after)
+        if added is None:
             return None
-        known = self._layouts.get(event.table)
-        if known is None:
-            self._layouts[event.table] = dict.fromkeys([*before, *after])
-            return None
-        if known.keys() >= after.keys() and known.keys() >= before.keys():  # the common case: one C call each
-            return None
-        added = [n for n in dict.fromkeys([*before, *after]) if n not in known]
-        known.update(dict.fromkeys(added))
-        types = event.meta.get("column_types") or {}
-        ddl = {
-            "columns": [{"name": n, "type": types.get(n)} for n in known],
-            "added": added,
-            "keys": list(event.keys or []),
-        }
-        return schema_event_before(event, event.keys, ddl, {"column_source": "record"})
+        ddl = schema_ddl(self._layouts[event.table], added, event.keys, event.meta.get("column_types") or {})
+        return schema_event_before(event, event.keys, ddl, dict(SCHEMA_EVENT_META))
 
     # --- schema files ------------------------------------------------------------
 
@@ -292,6 +248,122 @@ class GoldenGateJsonDecoder(Decoder):
                 continue  # object, array or no type: nothing to hint
             types[column] = kinds.pop() if len(kinds) == 1 else "double" if kinds == {"long", "double"} else "string"
         return types
+
+
+# --- the envelope: the format's rules, read by the reference and the columnar path alike ----------------------
+
+
+class RecordError(ValueError):
+    """A record the format's rules refuse; its text is the reject reason."""
+
+
+@dataclass(slots=True)
+class Envelope:
+    """What a formatter message says apart from its images and ``meta`` (:func:`envelope`)."""
+
+    table: str
+    op: str
+    #: ``pos`` as a seq and ``op_ts`` read (None: left to the caller, ``envelope(order=False)``)
+    seq: str | None
+    event_ts: dt.datetime | None
+    #: ``primary_keys`` as the record gives them (None: not given), kept in ``meta``
+    record_keys: list[str] | None
+    #: the event's keys: the keys option declares or overrides the record's (DESIGN 2)
+    keys: list[str] | None
+    #: whether the event keeps the record's images (:func:`images`: a truncate keeps none)
+    imaged: bool
+
+
+def envelope(
+    decoder: GoldenGateJsonDecoder,
+    table: Any,
+    op_type: Any,
+    pos: Any,
+    op_ts: Any,
+    key_member: str,
+    record_keys: Any,
+    order: bool = True,
+) -> Envelope:
+    """The format's envelope rules, for both the reference and the columnar path, in the reference's order:
+    table (or the table option), op (``op_type`` by the op keys), ``pos``, ``op_ts`` (``_gg_common``'s
+    ``op_and_order_of``, shared with the Avro formatter's) and ``primary_keys`` (``key_member``: the member that
+    holds them, ``priamry_keys`` in old writers). ``order`` False: ``op_ts`` is not read, and seq and event_ts
+    are left to the caller (None), which must read them by ``pos_to_seq`` and ``op_ts_time`` as
+    ``op_and_order_of`` does. RecordError: a record these rules refuse."""
+    if decoder.table_override:
+        table = decoder.table_override
+    elif not isinstance(table, str) or not table:
+        raise RecordError('record has no table name (member "table" missing or not a string)')
+    found = op_and_order_of(op_type, pos, op_ts, decoder.op_keys, _kind_and_value, order)
+    if isinstance(found, str):
+        raise RecordError(found)
+    op, seq, event_ts = found
+    keys = decoder.keys
+    if record_keys is not None:
+        if not isinstance(record_keys, list) or not all(isinstance(k, str) for k in record_keys):
+            raise RecordError(f"{key_member} must be a list of column names, not {record_keys!r}")
+        keys = decoder.keys or list(record_keys)
+    return Envelope(table, op, seq, event_ts, record_keys, keys, op != "TRUNCATE")
+
+
+def images(env: Envelope, before: Any, after: Any) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """The event's images: each a JSON object of column values (or null, or absent); a truncate keeps none
+    (``env.imaged``). RecordError: an image that is not an object."""
+    for name, image in (("before", before), ("after", after)):
+        if image is not None and not isinstance(image, dict):
+            raise RecordError(f"{name} must be a JSON object of column values, not a JSON {json_kind(image)}")
+    return (before, after) if env.imaged else (None, None)
+
+
+def event_meta(record: Mapping[str, Any], record_keys: list[str] | None) -> dict[str, Any]:
+    """``meta`` of a record (its members as JSON reads them): ``pos``, ``op_ts``, ``current_ts`` and ``tokens``
+    when not null, ``primary_keys`` when given, and the members the formatter does not write (``extra``)."""
+    meta: dict[str, Any] = {"pos": record["pos"], "op_ts": record["op_ts"]}
+    for name in ("current_ts", "tokens"):
+        if record.get(name) is not None:
+            meta[name] = record[name]
+    if record_keys is not None:
+        meta["primary_keys"] = record_keys
+    extra = {k: v for k, v in record.items() if k not in _KNOWN_MEMBERS}
+    if extra:
+        meta["extra"] = extra
+    return meta
+
+
+#: ``meta`` of the ``SCHEMA`` event announcing columns first seen in a record.
+SCHEMA_EVENT_META: Mapping[str, str] = MappingProxyType({"column_source": "record"})
+
+
+def new_columns(
+    layouts: dict[str, dict[str, None]], table: str, before: Iterable[str] | None, after: Iterable[str] | None
+) -> list[str] | None:
+    """The metadata-change rule (§6.3.6), for both paths: the columns a record (its images' column names,
+    ``before`` / ``after``: None or empty for no image) adds to its table's (``layouts``), which a ``SCHEMA``
+    event announces just before it; None: none. The formatter starts writing new columns after a metadata
+    change. The first record of a table only sets the baseline (JSON carries no layout of its own, and images
+    of updates and deletes may be partial), so only additions are announced; a record without columns (a
+    truncate) says nothing. A table's columns that grow are a new dict (``layouts[table]``): a caller's copy
+    of ``layouts`` keeps the old one."""
+    known = layouts.get(table)
+    if known is not None and all(map(known.__contains__, chain(before or (), after or ()))):
+        return None  # the common case
+    names = dict.fromkeys(chain(before or (), after or ()))
+    if not names:
+        return None
+    if known is None:
+        layouts[table] = names
+        return None
+    added = [n for n in names if n not in known]
+    layouts[table] = {**known, **dict.fromkeys(added)}
+    return added
+
+
+def schema_ddl(
+    columns: Iterable[str], added: list[str], keys: list[str] | None, types: Mapping[str, str]
+) -> dict[str, Any]:
+    """``ddl`` of the ``SCHEMA`` event announcing ``added`` (:func:`new_columns`): the table's columns after
+    them, typed where a schema file says (``types``), and the record's keys."""
+    return {"columns": [{"name": n, "type": types.get(n)} for n in columns], "added": added, "keys": list(keys or [])}
 
 
 def _kind_and_value(value: Any) -> str:

@@ -11,6 +11,14 @@ Arrow's buffers, and the columns are built a column at a time (``meta`` too, whe
 Where the splitter is not built, or an image is not the compact object it reads, msgspec reads the images as
 dicts of ``Raw`` value texts instead (the same columns, slower).
 
+The format's rules are the reference module's, stated once there and called here: each record's envelope
+(``goldengate_json.envelope``: table, op, pos, primary keys and keys; which images an event keeps), its
+``meta`` (``event_meta``), its seq and event_ts (``_gg_common.pos_to_seq`` and ``op_ts_time``) and the
+metadata-change rule with its ``SCHEMA`` event (``new_columns``, ``schema_ddl``). Where this module reads a
+rule a column at a time (:func:`_envelopes`, :func:`_seqs`, :func:`_event_times`, :func:`_meta_texts`), it
+decides only the plain values and hands any other to the rule itself; each says which rule it must agree with.
+What it holds of its own is where the path stops (below).
+
 What makes it exact (the same record batch as the reference and the builder, held so by
 ``tests/formats/test_goldengate_json_columns.py``):
 
@@ -22,7 +30,7 @@ What makes it exact (the same record batch as the reference and the builder, hel
   a backslash; any other value is read by the reference's JSON reader and written by the builder's
   writer, one at a time.
 - A record with a column its table's layout lacks gets the reference's ``SCHEMA`` event just before it
-  (``_new_columns``: a piece that starts with a partial update learns the other columns later).
+  (``new_columns``: a piece that starts with a partial update learns the other columns later).
 - A nested value, a string that is not valid Unicode, a record the reference would reject, or anything
   else outside the shape: the span is left to the reference decoder (``None``), which reads on from there
   (``GoldenGateJsonDecoder.decode_columns``).
@@ -42,16 +50,26 @@ from msgspec import UNSET, Raw, UnsetType
 from cdclake.events.arrow import DECODED_FILE_SCHEMA
 from cdclake.events.arrow_text import replaced
 from cdclake.events.change import meta_text, value_text
-from cdclake.formats._gg_common import OP_TS, SEQ_WIDTH, parse_ts, pos_to_seq
+from cdclake.formats._gg_common import SEQ_WIDTH, op_ts_time, pos_to_seq
 from cdclake.formats.columnar import (
     VALUE_READER,
     SpanReader,
+    image_or_none,
     raw_texts,
     record_starts,
     respelt,
     split_first,
     split_images,
     writer_order,
+)
+from cdclake.formats.goldengate_json import (
+    SCHEMA_EVENT_META,
+    Envelope,
+    RecordError,
+    envelope,
+    event_meta,
+    new_columns,
+    schema_ddl,
 )
 from cdclake.registry import register_columns
 
@@ -93,8 +111,8 @@ def _reader(names: tuple[str, ...], split: bool) -> msgspec.json.Decoder | None:
 
 
 _WRITE = msgspec.json.Encoder()
-#: ``meta`` of the reference's SCHEMA event for a column first seen in a record.
-_SCHEMA_EVENT_META = '{"column_source":"record"}'
+#: ``meta`` of the reference's SCHEMA event for a column first seen in a record, as the builder writes it.
+_SCHEMA_EVENT_META = meta_text(dict(SCHEMA_EVENT_META))
 #: ``op_ts`` as GoldenGate writes it by default, read by one Arrow cast (``_event_times``).
 _PLAIN_TS = r"^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}$"
 _TS_TYPE = pa.timestamp("us", tz="UTC")
@@ -128,45 +146,37 @@ def _read_records(
 def _batch(
     decoder: GoldenGateJsonDecoder, records: list, starts: np.ndarray, file: str, split: bool = False
 ) -> pa.RecordBatch | None:
-    """The span's columns, each built over all records at once where it can be (None: outside the shape).
-    ``split``: the images are ``Raw`` object texts, split in C."""
-    n = len(records)
-    ops_by_key = decoder.op_keys.ops
-    override, configured = decoder.table_override, decoder.keys
-    tables = [override] * n if override else [r.table for r in records]
-    ops = [ops_by_key.get(r.op_type) if type(r.op_type) is str else None for r in records]
-    positions = [r.pos for r in records]
-    if UNSET in tables or "" in tables or None in ops or UNSET in positions or "" in positions:
-        return None  # rejected by the reference: no table, an unknown op_type, no pos
-    # (a raw ``null`` image is the splitter's to read: no image)
-    befores = [None if r.before is UNSET else r.before for r in records]
-    afters = [None if r.after is UNSET else r.after for r in records]
-    if "TRUNCATE" in ops:
-        for index in [i for i, op in enumerate(ops) if op == "TRUNCATE"]:
-            befores[index] = afters[index] = None
+    """The span's columns, each built over all records at once where it can be (None: outside the shape): the
+    envelopes are the format's own (:func:`_envelopes`), seq and event_ts read a column at a time (:func:`_seqs`,
+    :func:`_event_times`). ``split``: the images are ``Raw`` object texts, split in C."""
+    found = _envelopes(decoder, records)
+    if found is None:
+        return None  # the reference rejects a record
+    envelopes, codes = found
+    kept = _kept_images(records, envelopes, codes)
+    if kept is None:
+        return None
+    befores, afters = kept
+    code_array = pa.array(codes, pa.int32())
+    tables = [e.table for e in envelopes]
     splits = (split_images(befores), split_images(afters)) if split else None
     if splits is not None:
-        layouts, announced = _split_layouts(decoder._layouts, tables, *splits)
+        layouts, announced = _split_layouts(decoder._layouts, tables, codes, *splits)
     else:
-        layouts, announced = _layouts(decoder._layouts, tables, befores, afters)
-    op_ts = [r.op_ts for r in records]
-    if UNSET in op_ts:
-        return None
-    record_keys = [None if r.primary_keys is UNSET else r.primary_keys for r in records]
-    key_codes, distinct_keys = _key_codes(record_keys)
-    keys = [configured if k is None else configured or list(k) for k in distinct_keys]
+        layouts, announced = _layouts(decoder._layouts, tables, codes, befores, afters)
     try:
-        op_ts_texts, pos_texts = pa.array(op_ts, pa.string()), pa.array(positions, pa.string())
-        stamps = _event_times(op_ts, op_ts_texts)
+        stamps, op_ts_texts = _event_times([r.op_ts for r in records])
         if stamps is None:
             return None
+        positions = [r.pos for r in records]
+        pos_texts = pa.array(positions, pa.string())
         arrays = {
-            "table": pa.array(tables, pa.string()),
-            "op": pa.array(ops, pa.string()),
+            "table": pa.array(tables, pa.string()).take(code_array),
+            "op": pa.array([e.op for e in envelopes], pa.string()).take(code_array),
             "seq": _seqs(positions, pos_texts),
             "event_ts": stamps,
-            "keys": pa.array(keys, pa.list_(pa.string())).take(key_codes),
-            "meta": _meta_texts(records, record_keys, pos_texts, op_ts_texts, key_codes, distinct_keys),
+            "keys": pa.array([e.keys for e in envelopes], pa.list_(pa.string())).take(code_array),
+            "meta": _meta_texts(records, envelopes, code_array, pos_texts, op_ts_texts),
         }
         for index, (name, images) in enumerate((("before", befores), ("after", afters))):
             type_ = DECODED_FILE_SCHEMA.field(name).type
@@ -176,6 +186,61 @@ def _batch(
             arrays[name] = image
     except (pa.ArrowException, UnicodeEncodeError):  # text that is not valid Unicode: the reference's business
         return None
+    batch = _record_batch(arrays, starts, file)
+    if announced:
+        batch = _with_schema_events(batch, announced, [envelopes[codes[i]].keys for i, _, _ in announced])
+    decoder._layouts = layouts
+    return batch
+
+
+def _envelopes(decoder: GoldenGateJsonDecoder, records: list) -> tuple[list[Envelope], list[int]] | None:
+    """The records' envelopes (``goldengate_json.envelope``) without seq and event_ts (``order=False``), each
+    distinct one once, and each record's code into them: read so, an envelope depends on the record's table,
+    op_type and primary_keys, and on its pos only by the rule that a pos be given, which this must agree with:
+    a pos that is a non-empty string (all, as a rule) is one ``envelope`` accepts, and a record with any other
+    is ``envelope``'s to refuse, one at a time. (An envelope per record took about a fifth of a span's decode.)
+    None: a record ``envelope`` refuses (the reference rejects it)."""
+    index: dict[tuple[Any, Any, tuple[str, ...] | None], int] = {}
+    envelopes: list[Envelope] = []
+    codes = []
+    try:
+        for r in records:
+            keys = None if (given := r.primary_keys) is UNSET else given
+            distinct = (r.table, r.op_type, None if keys is None else tuple(keys))
+            code = index.get(distinct)
+            if code is None:
+                code = index[distinct] = len(envelopes)
+                envelopes.append(envelope(decoder, r.table, r.op_type, r.pos, r.op_ts, "primary_keys", keys, False))
+            codes.append(code)
+        if not all(r.pos for r in records):  # an empty or missing pos (``UNSET``)
+            for r in (r for r in records if not r.pos):
+                keys = None if (given := r.primary_keys) is UNSET else given
+                envelope(decoder, r.table, r.op_type, r.pos, r.op_ts, "primary_keys", keys, False)
+    except RecordError:
+        return None
+    return envelopes, codes
+
+
+def _kept_images(records: list, envelopes: list[Envelope], codes: list[int]) -> tuple[list, list] | None:
+    """The images the events keep: none for a record whose envelope says so (``imaged``: a truncate), else
+    the record's (a raw ``null`` image is the splitter's to read: no image). Their values' types are the
+    reader's to check (dicts of ``Raw``, or objects split in C). None: a truncate that carries an image, which
+    the reference checks (``goldengate_json.images``: an object; no member twice) before it drops it, and
+    this path checks only the images it keeps."""
+    befores = [None if r.before is UNSET else r.before for r in records]
+    afters = [None if r.after is UNSET else r.after for r in records]
+    if not all(e.imaged for e in envelopes):
+        for index, code in enumerate(codes):
+            if not envelopes[code].imaged:
+                if image_or_none(befores[index]) is not None or image_or_none(afters[index]) is not None:
+                    return None
+                befores[index] = afters[index] = None
+    return befores, afters
+
+
+def _record_batch(arrays: dict[str, pa.Array], starts: np.ndarray, file: str) -> pa.RecordBatch:
+    """``arrays`` as one batch of ``DECODED_FILE_SCHEMA``, with the records' source and nulls elsewhere."""
+    n = len(starts)
     nulls = pa.nulls(n)
     columns = []
     for field in DECODED_FILE_SCHEMA:
@@ -187,26 +252,19 @@ def _batch(
             columns.append(pa.array(starts, pa.int64()))
         else:
             columns.append(nulls.cast(field.type))
-    batch = pa.RecordBatch.from_arrays(columns, schema=DECODED_FILE_SCHEMA)
-    if announced:
-        codes = key_codes.to_numpy()
-        batch = _with_schema_events(batch, announced, {i: keys[codes[i]] for i, _, _ in announced})
-    decoder._layouts = layouts
-    return batch
+    return pa.RecordBatch.from_arrays(columns, schema=DECODED_FILE_SCHEMA)
 
 
 def _with_schema_events(
-    batch: pa.RecordBatch, announced: list[tuple[int, list[str], list[str]]], keys: dict[int, Any]
+    batch: pa.RecordBatch, announced: list[tuple[int, list[str], list[str]]], keys: list[list[str] | None]
 ) -> pa.RecordBatch:
     """``batch`` with the reference's ``SCHEMA`` event (``_new_columns``) just before each record that
-    announces columns: ``(record index, the table's columns, the added ones)``; it carries the record's
-    table, seq, event_ts, keys and source."""
+    announces columns: ``(record index, the table's columns, the added ones)``, and the record's ``keys`` (one
+    each). As ``schema_event_before`` makes it, it carries the record's table, seq, event_ts, keys and source;
+    its ``ddl`` is ``schema_ddl``'s (no column types: the path reads no schema file)."""
     at = np.array([index for index, _, _ in announced], np.int64)
     rows = batch.take(pa.array(at))
-    ddl = [
-        meta_text({"columns": [{"name": n, "type": None} for n in known], "added": added, "keys": list(keys[i] or [])})
-        for i, known, added in announced
-    ]
+    ddl = [meta_text(schema_ddl(known, added, k, {})) for (_, known, added), k in zip(announced, keys, strict=True)]
     replaced = {
         "op": pa.array(["SCHEMA"] * len(at), pa.string()),
         "ddl": pa.array(ddl, pa.string()),
@@ -224,72 +282,46 @@ def _with_schema_events(
 
 
 def _layouts(
-    known_layouts: dict[str, dict[str, None]], tables: list[str], befores: list, afters: list
+    known_layouts: dict[str, dict[str, None]], tables: list[str], codes: list[int], befores: list, afters: list
 ) -> tuple[dict[str, dict[str, None]], list[tuple[int, list[str], list[str]]]]:
-    """The reference's metadata-change rule (``_new_columns``) over the span: a table's first image sets its
-    columns; a later image with columns not among them adds them, announced by a ``SCHEMA`` event.
-    Returns the decoder's layouts after the span (copies: kept only if the span is read here) and the
-    announcements ``(record index, the table's columns, the added ones)``."""
+    """The reference's metadata-change rule (``goldengate_json.new_columns``) over the span, record by record
+    (``tables[codes[i]]``: record i's table). Returns the decoder's layouts after the span (copies: kept only
+    if the span is read here) and the announcements ``(record index, the table's columns, the added ones)``."""
     layouts = dict(known_layouts)
     announced = []
-    for index, (table, before, after) in enumerate(zip(tables, befores, afters, strict=True)):
-        if not before and not after:  # no columns (a truncate, empty images): nothing said of the layout
-            continue
-        before, after = before or {}, after or {}
-        known = layouts.get(table)
-        if known is None:
-            layouts[table] = dict.fromkeys([*before, *after])
-        elif not (known.keys() >= after.keys() and known.keys() >= before.keys()):
-            added = [n for n in dict.fromkeys([*before, *after]) if n not in known]
-            known = layouts[table] = {**known, **dict.fromkeys(added)}
-            announced.append((index, list(known), added))
+    for index, (code, before, after) in enumerate(zip(codes, befores, afters, strict=True)):
+        table = tables[code]
+        added = new_columns(layouts, table, before, after)
+        if added is not None:
+            announced.append((index, list(layouts[table]), added))
     return layouts, announced
 
 
 def _split_layouts(
-    known_layouts: dict[str, dict[str, None]], tables: list[str], before: Any, after: Any
+    known_layouts: dict[str, dict[str, None]], tables: list[str], codes: list[int], before: Any, after: Any
 ) -> tuple[dict[str, dict[str, None]], list[tuple[int, list[str], list[str]]]]:
     """:func:`_layouts` over split images (``columnar._Split``): each record's columns are its images'
-    layouts, and a (table, before layout, after layout) once within the table's columns stays within them
-    (they only grow), so the rule runs once per distinct combination that adds columns, not per record."""
+    layouts, and a (record envelope, so table; before layout; after layout) once within the table's columns
+    stays within them (``new_columns`` only adds), so the rule runs once per distinct combination, not per
+    record."""
     layouts = dict(known_layouts)
     announced = []
-    within: set[tuple[str, int, int]] = set()
-    for index, combination in enumerate(zip(tables, before.layout, after.layout, strict=True)):
+    within: set[tuple[int, int, int]] = set()
+    for index, combination in enumerate(zip(codes, before.layout, after.layout, strict=True)):
         if combination in within:
             continue
-        table, before_layout, after_layout = combination
-        names = [
-            *(before.layouts[before_layout] if before_layout >= 0 else ()),
-            *(after.layouts[after_layout] if after_layout >= 0 else ()),
-        ]
-        if not names:  # no columns (a truncate, empty images): nothing said of the layout
-            continue
-        known = layouts.get(table)
-        if known is None:
-            layouts[table] = dict.fromkeys(names)
-        elif not known.keys() >= set(names):
-            added = [n for n in dict.fromkeys(names) if n not in known]
-            known = layouts[table] = {**known, **dict.fromkeys(added)}
-            announced.append((index, list(known), added))
+        code, before_layout, after_layout = combination
+        table = tables[code]
+        added = new_columns(
+            layouts,
+            table,
+            before.layouts[before_layout] if before_layout >= 0 else None,
+            after.layouts[after_layout] if after_layout >= 0 else None,
+        )
+        if added is not None:
+            announced.append((index, list(layouts[table]), added))
         within.add(combination)
     return layouts, announced
-
-
-def _key_codes(record_keys: list) -> tuple[pa.Array, list]:
-    """Each record's ``primary_keys`` (None: not given) as a code into the distinct lists, and those lists: each
-    distinct list is converted once and taken into place (a conversion per record was a twentieth of a span)."""
-    index: dict[tuple[str, ...] | None, int] = {}
-    distinct: list = []
-    codes = []
-    for keys in record_keys:
-        known = None if keys is None else tuple(keys)
-        code = index.get(known)
-        if code is None:
-            code = index[known] = len(distinct)
-            distinct.append(keys)
-        codes.append(code)
-    return pa.array(codes, pa.int32()), distinct
 
 
 #: Text that JSON writes otherwise (a quote, a backslash, a control character): such a ``meta`` is written by
@@ -298,19 +330,19 @@ _ESCAPED_TEXT = r'["\\\x00-\x1f]'
 
 
 def _meta_texts(
-    records: list, record_keys: list, positions: pa.Array, op_ts: pa.Array, key_codes: pa.Array, distinct_keys: list
+    records: list, envelopes: list[Envelope], codes: pa.Array, positions: pa.Array, op_ts: pa.Array
 ) -> pa.Array:
-    """Every record's :func:`_meta_text`, joined a column at a time where its members' texts need no escape and no
-    record has ``tokens`` (one ``orjson`` call per record was a tenth of a span's decode); record by record
-    otherwise. ``key_codes`` / ``distinct_keys``: the records' ``primary_keys`` (:func:`_key_codes`)."""
-    current = [None if r.current_ts is UNSET else r.current_ts for r in records]
+    """Every record's ``meta`` as the builder writes the reference's (``goldengate_json.event_meta``, written by
+    ``events.meta_text``), which this must agree with: joined a column at a time (one ``orjson`` call per
+    record was a tenth of a span's decode), but for a record with ``tokens`` or whose texts need an escape,
+    which :func:`_meta_text` writes. ``codes``: each record's envelope (:func:`_envelopes`)."""
+    current_ts = pa.array([None if r.current_ts is UNSET else r.current_ts for r in records], pa.string())
+    odd = np.zeros(len(records), bool)
+    for texts in (positions, op_ts, current_ts):
+        odd |= _flags(pc.match_substring_regex(texts, _ESCAPED_TEXT))
     if any(r.tokens is not UNSET and r.tokens is not None for r in records):
-        return pa.array([_meta_text(r, k) for r, k in zip(records, record_keys, strict=True)], pa.string())
-    current_ts = pa.array(current, pa.string())
-    texts = (positions, op_ts, current_ts)
-    if any(pc.any(pc.match_substring_regex(t, _ESCAPED_TEXT)).as_py() for t in texts):
-        return pa.array([_meta_text(r, k) for r, k in zip(records, record_keys, strict=True)], pa.string())
-    keyed = ["" if k is None else f',"primary_keys":{meta_text(k)}' for k in distinct_keys]
+        odd |= np.fromiter((r.tokens is not UNSET and r.tokens is not None for r in records), bool, len(records))
+    keyed = ["" if e.record_keys is None else f',"primary_keys":{meta_text(e.record_keys)}' for e in envelopes]
     current_part = pc.binary_join_element_wise(',"current_ts":"', current_ts, '"', "", null_handling="emit_null")
     joined = pc.binary_join_element_wise(
         '{"pos":"',
@@ -319,49 +351,74 @@ def _meta_texts(
         op_ts,
         '"',
         pc.coalesce(current_part, ""),
-        pa.array(keyed, pa.string()).take(key_codes),
+        pa.array(keyed, pa.string()).take(codes),
         "}",
         "",
         null_handling="emit_null",
     )
-    return joined
+    rows = np.flatnonzero(odd)
+    if not len(rows):
+        return joined
+    at = codes.to_numpy()
+    texts = [_meta_text(records[i], envelopes[at[i]].record_keys) for i in rows]  # only these go through Python
+    return replaced(joined, rows, pa.array(texts, pa.string()))
 
 
-def _event_times(op_ts: list[str], texts: pa.Array) -> pa.Array | None:
-    """``op_ts`` (``texts``: the same as an Arrow array) as the reference reads it (``parse_ts``): in one cast
-    where every value is spelt ``YYYY-MM-DD HH:MM:SS.ffffff`` (year 1 on), else one at a time; None: a value
-    it rejects."""
-    if (
-        pc.all(pc.match_substring_regex(texts, _PLAIN_TS)).as_py()
-        and not pc.any(pc.starts_with(texts, "0000-")).as_py()
-    ):
-        try:
-            return pc.cast(texts, pa.timestamp("us")).cast(_TS_TYPE)
-        except pa.ArrowInvalid:
-            pass  # a day or time that does not exist: the reference says which
-    stamps = [parse_ts(text, OP_TS) for text in op_ts]
-    return None if None in stamps else pa.array(stamps, _TS_TYPE)
+def _event_times(op_ts: list) -> tuple[pa.Array | None, pa.Array]:
+    """Every record's ``event_ts`` (and its ``op_ts`` texts as an Arrow array), which must agree value for value
+    with the reference's rule (``_gg_common.op_ts_time``): the values spelt ``YYYY-MM-DD HH:MM:SS.ffffff`` (year
+    1 on) in one cast, any other (all, where the cast refuses one: a day that does not exist) by
+    ``op_ts_time`` itself. None: a value it rejects (no op_ts among them)."""
+    try:
+        texts = pa.array(op_ts, pa.string())
+    except pa.ArrowTypeError:  # a record without op_ts (``UNSET``): ``op_ts_time`` refuses it, below
+        op_ts = [None if text is UNSET else text for text in op_ts]
+        texts = pa.array(op_ts, pa.string())
+    plain = pc.match_substring_regex(texts, _PLAIN_TS)
+    year_0 = pc.starts_with(texts, "0000-")
+    if pc.all(plain, skip_nulls=False).as_py() and not pc.any(year_0).as_py():
+        odd = np.arange(0)  # the common case
+    else:
+        plain = pc.and_not(plain, year_0)
+        odd = np.flatnonzero(~_flags(plain))
+    try:
+        stamps = pc.cast(pc.if_else(plain, texts, None) if len(odd) else texts, pa.timestamp("us")).cast(_TS_TYPE)
+    except pa.ArrowInvalid:
+        stamps, odd = None, np.arange(len(op_ts))  # a day or time that does not exist: the reference says which
+    if not len(odd):
+        return stamps, texts
+    read = [op_ts_time(op_ts[i]) for i in odd]
+    if None in read:
+        return None, texts
+    if stamps is None:
+        return pa.array(read, _TS_TYPE), texts
+    mask = np.zeros(len(op_ts), bool)
+    mask[odd] = True
+    return pc.replace_with_mask(stamps, pa.array(mask), pa.array(read, _TS_TYPE)), texts
+
+
+def _flags(flags: pa.Array) -> np.ndarray:
+    """A boolean column as numpy (null: False)."""
+    return pc.fill_null(flags, False).to_numpy(zero_copy_only=False)
 
 
 def _seqs(positions: list[str], texts: pa.Array) -> pa.Array:
-    """``pos_to_seq`` of every position (``texts``: the same as an Arrow array): digits padded in one kernel
-    when all are digits."""
-    if pc.all(pc.match_substring_regex(texts, "^[0-9]+$")).as_py():
-        return pc.utf8_lpad(texts, SEQ_WIDTH, "0")
-    return pa.array([pos_to_seq(p) for p in positions], pa.string())
+    """Every record's seq from its ``pos`` (``texts``: the same as an Arrow array), which must agree value for
+    value with the reference's rule (``_gg_common.pos_to_seq``): digits padded in one kernel, any other
+    position by ``pos_to_seq`` itself."""
+    digits = pc.match_substring_regex(texts, "^[0-9]+$")
+    padded = pc.utf8_lpad(texts, SEQ_WIDTH, "0")
+    if pc.all(digits).as_py():
+        return padded
+    odd = np.flatnonzero(~_flags(digits))
+    return replaced(padded, odd, pa.array([pos_to_seq(positions[i]) for i in odd], pa.string()))
 
 
 def _meta_text(record: Any, record_keys: list[str] | None) -> str:
-    """The reference's ``meta`` (pos, op_ts, current_ts and tokens when not null, primary_keys when present)
-    as the builder writes it (``events.meta_text``)."""
-    meta: dict[str, object] = {"pos": record.pos, "op_ts": record.op_ts}
-    for name in ("current_ts", "tokens"):
-        value = getattr(record, name)
-        if value is not UNSET and value is not None:
-            meta[name] = value
-    if record_keys is not None:
-        meta["primary_keys"] = record_keys
-    return meta_text(meta)
+    """One record's ``meta`` as the builder writes it: the reference's (``event_meta``) of the record's members,
+    as the reference reads them (the reader knows no other member: no ``extra``)."""
+    members = {name: value for name in record.__struct_fields__ if (value := getattr(record, name)) is not UNSET}
+    return meta_text(event_meta(members, record_keys))
 
 
 def _image_array(images: list[dict[str, Raw] | None], type_: pa.DataType) -> pa.MapArray | None:

@@ -121,6 +121,9 @@ def test_values_the_builder_spells_otherwise_are_rewritten_its_way(value: str):
         (_record(3, after='{"ID":3, "V":1}'), 2),  # a blank in an image: not split, and not the same text written back
         (_record(3, before='{"ID":3}', after='{"\\u0049D":3}'), 2),  # an escape in a column name
         (_record(3, after='{"ID":3,"V":"\\ud800"}'), 2),  # a lone surrogate
+        (_record(3, op="T", after='{"ID":3,"ID":4}'), 2),  # a truncate's image with a column twice: rejected
+        (_record(3, op="T", after="5"), 2),  # a truncate's image that is not an object: rejected
+        (_record(3, op="T"), 2),  # a truncate's image: checked by the reference, then dropped
         pytest.param('{"table":"S.T","op_type":"I"', 2, id="cut short"),
         # not a record line: no cut before it, so its span starts at the record before it
         pytest.param("[1, 2]", 1, id="an array"),
