@@ -1,16 +1,19 @@
-"""Each compiled helper (``cdclake/_native/*.c``, or ``cdclake/native/`` after the move) beside the best way a
-well-kept library does the same job, on realistic inputs: same answer? how much slower? (issue 57, item 5).
+"""Each compiled helper (``cdclake/native/_*.c``; ``cdclake/_native/`` before the move) beside the best way a
+well-kept library does the same job, on realistic inputs: same answer? how much slower? (issue 57, item 5; results:
+``benchmarks/results/2026-12-07-native-vs-library.md``).
 
     .venv/bin/python benchmarks/scripts/native_vs_library.py [--scale 1.0] [--repeat 5] [--markdown PATH]
+        [--only first_entries bracket ...]
 
 For every C function: a library equivalent (pyarrow.compute, numpy, msgspec, zlib), a check that the two
 answers are identical on the same inputs (values synthesized as the bench stream writes them, with a sprinkle
-of edge cases), and the best of ``--repeat`` warm runs of each, interleaved, in this one process. Each side is
-timed from what its caller holds (a ``pa.Array``, a list of ``Raw`` texts) to what its caller goes on with
-(numpy arrays, Arrow arrays), so the buffer plumbing the C call needs is counted on the C side.
+of edge cases), and the best of ``--repeat`` warm runs of each, interleaved, in this one process (wall time, and
+this process's CPU time as a cross-check on a shared machine). Each side is timed from what its caller holds (a
+``pa.Array``, a list of ``Raw`` texts) to what its caller goes on with (numpy arrays, Arrow arrays), so the
+buffer plumbing the C call needs is counted on the C side.
 
-Verdict (issue 57): "replace with library" where the library's time is at most 1.2x the C time, else "keep C".
-The script imports nothing of cdclake but the compiled modules (it runs while the package is being moved).
+Verdict (issue 57): "replace with library" where an identical library way takes at most 1.2x the C time, else
+"keep C". The script imports nothing of cdclake but the compiled modules (it ran while the package was moved).
 """
 
 from __future__ import annotations
@@ -22,13 +25,11 @@ import glob
 import importlib
 import importlib.machinery
 import importlib.util
-import os
 import sys
 import time
 import zlib
 from collections.abc import Callable
-from decimal import Decimal
-from itertools import chain
+from itertools import chain, pairwise
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -52,7 +53,7 @@ def _native(name: str) -> ModuleType:
         for module in (name, name.lstrip("_")):
             try:
                 return importlib.import_module(f"{package}.{module}")
-            except Exception:  # noqa: BLE001 - not there (or the package does not import mid-move): next place
+            except Exception:
                 continue
     for folder in ("native", "_native"):
         for path in sorted(glob.glob(str(ROOT / "cdclake" / folder / f"{name}.*.so"))):
@@ -108,42 +109,44 @@ STATUS = ["NEW", "PAID", "PICKING", "SHIPPED", "DELIVERED", "RETURNED", "CANCELL
 #: A few strings a real column holds now and then: escapes, a control character written raw by no writer.
 ODD_STRINGS = ['"say \\"hi\\""', '"a\\\\b"', '"line\\nbreak"', '"tab\\tin"', '"\\u00e9t\\u00e9"', '""']
 
-#: (name, kind, nullable, lob) per column; kinds: long, decimal (12,2), double, string, bool, ts, date.
-TABLES = {
+#: Per table (``bench/model.py``'s): its columns as ``NAME:kind`` (``?``: nullable, ``*``: a LOB Debezium sends as
+#: a placeholder when unchanged) and its share of the changes; kinds: long, decimal (12,2), double, string, bool,
+#: ts, date.
+_TABLE_SPECS = {
     "SHOP.CUSTOMERS": (
-        [("CUSTOMER_ID", "long", 0, 0), ("FIRST_NAME", "string", 0, 0), ("LAST_NAME", "string", 0, 0)]
-        + [("EMAIL", "string", 0, 0), ("PHONE", "string", 1, 0), ("CITY", "string", 0, 0)]
-        + [("COUNTRY", "string", 0, 0), ("ADDRESS", "string", 1, 1), ("CREATED_AT", "ts", 0, 0)]
-        + [("BIRTH_DATE", "date", 1, 0), ("CREDIT_LIMIT", "decimal", 0, 0), ("IS_ACTIVE", "bool", 0, 0)]
-        + [("LOYALTY_SCORE", "double", 1, 0)],
+        "CUSTOMER_ID:long FIRST_NAME:string LAST_NAME:string EMAIL:string PHONE:string? CITY:string COUNTRY:string "
+        "ADDRESS:string?* CREATED_AT:ts BIRTH_DATE:date? CREDIT_LIMIT:decimal IS_ACTIVE:bool LOYALTY_SCORE:double?",
         0.15,
     ),
     "SHOP.PRODUCTS": (
-        [("PRODUCT_ID", "long", 0, 0), ("SKU", "string", 0, 0), ("NAME", "string", 0, 0)]
-        + [("CATEGORY", "string", 0, 0), ("PRICE", "decimal", 0, 0), ("WEIGHT_KG", "double", 0, 0)]
-        + [("IN_STOCK", "bool", 0, 0), ("STOCK_QTY", "long", 0, 0), ("UPDATED_AT", "ts", 0, 0)]
-        + [("DESCRIPTION", "string", 1, 1)],
+        "PRODUCT_ID:long SKU:string NAME:string CATEGORY:string PRICE:decimal WEIGHT_KG:double IN_STOCK:bool "
+        "STOCK_QTY:long UPDATED_AT:ts DESCRIPTION:string?*",
         0.15,
     ),
     "SHOP.ORDERS": (
-        [("ORDER_ID", "long", 0, 0), ("CUSTOMER_ID", "long", 0, 0), ("STATUS", "string", 0, 0)]
-        + [("ORDER_TS", "ts", 0, 0), ("SHIP_DATE", "date", 1, 0), ("AMOUNT", "decimal", 0, 0)]
-        + [("TAX", "decimal", 0, 0), ("DISCOUNT", "double", 0, 0), ("ITEM_COUNT", "long", 0, 0)]
-        + [("CURRENCY", "string", 0, 0), ("CHANNEL", "string", 0, 0), ("IS_GIFT", "bool", 0, 0)]
-        + [("PRIORITY", "long", 0, 0), ("WAREHOUSE", "string", 0, 0), ("NOTE", "string", 1, 1)]
-        + [("UPDATED_AT", "ts", 0, 0)],
+        "ORDER_ID:long CUSTOMER_ID:long STATUS:string ORDER_TS:ts SHIP_DATE:date? AMOUNT:decimal TAX:decimal "
+        "DISCOUNT:double ITEM_COUNT:long CURRENCY:string CHANNEL:string IS_GIFT:bool PRIORITY:long WAREHOUSE:string "
+        "NOTE:string?* UPDATED_AT:ts",
         0.30,
     ),
     "SHOP.ORDER_LINES": (
-        [("ORDER_ID", "long", 0, 0), ("LINE_NO", "long", 0, 0), ("PRODUCT_ID", "long", 0, 0), ("QTY", "long", 0, 0)]
-        + [("UNIT_PRICE", "decimal", 0, 0), ("LINE_TOTAL", "decimal", 0, 0), ("DISCOUNT_PCT", "double", 0, 0)]
-        + [("TAX_RATE", "double", 0, 0), ("STATUS", "string", 0, 0), ("SHIPPED", "bool", 0, 0)]
-        + [("SHIP_TS", "ts", 1, 0), ("RETURN_REASON", "string", 1, 0), ("WAREHOUSE", "string", 0, 0)]
-        + [("BIN", "string", 0, 0), ("PICKER", "string", 0, 0), ("CREATED_AT", "ts", 0, 0)]
-        + [("UPDATED_AT", "ts", 0, 0), ("GIFT_WRAP", "bool", 0, 0), ("COMMENT", "string", 1, 1)]
-        + [("PROMO_CODE", "string", 1, 0)],
+        "ORDER_ID:long LINE_NO:long PRODUCT_ID:long QTY:long UNIT_PRICE:decimal LINE_TOTAL:decimal "
+        "DISCOUNT_PCT:double TAX_RATE:double STATUS:string SHIPPED:bool SHIP_TS:ts? RETURN_REASON:string? "
+        "WAREHOUSE:string BIN:string PICKER:string CREATED_AT:ts UPDATED_AT:ts GIFT_WRAP:bool COMMENT:string?* "
+        "PROMO_CODE:string?",
         0.40,
     ),
+}
+#: Per table: its columns as (name, kind, nullable, lob), and its share of the changes.
+TABLES = {
+    table: (
+        [
+            (name, kind.rstrip("?*"), int("?" in kind), int("*" in kind))
+            for name, kind in (column.split(":") for column in spec.split())
+        ],
+        share,
+    )
+    for table, (spec, share) in _TABLE_SPECS.items()
 }
 OUR_TYPES = {"long": "bigint", "decimal": "decimal(12,2)", "double": "double", "string": "string"}
 OUR_TYPES |= {"bool": "boolean", "ts": "timestamp", "date": "date"}
@@ -240,7 +243,8 @@ class Images:
                 used[name] += 1
                 chosen = range(len(cols))
                 if op == 2 and enc == "gg":
-                    chosen = [0] + sorted(rng.choice(np.arange(1, len(cols)), rng.integers(1, 4), replace=False).tolist())
+                    changed = rng.choice(np.arange(1, len(cols)), rng.integers(1, 4), replace=False)
+                    chosen = [0, *sorted(changed.tolist())]  # the key and the changed columns
                 members = []
                 for i in chosen:
                     c, kind, _, lob = cols[i]
@@ -269,18 +273,22 @@ class Images:
 # Timing
 
 
-def best_of(pairs: list[tuple[str, Callable[[], Any]]], repeat: int) -> dict[str, float]:
-    """Best wall time of each callable, warmed once, the callables' runs interleaved (noise shared)."""
+def best_of(pairs: list[tuple[str, Callable[[], Any]]], repeat: int) -> dict[str, tuple[float, float]]:
+    """Best wall time and best CPU time (this process) of each callable, warmed once, the callables' runs
+    interleaved (noise shared). CPU time is the cross-check on a shared machine: another process taking the core
+    stretches the wall time of a run, not its CPU time."""
     for _, fn in pairs:
         fn()
-    times = {name: float("inf") for name, _ in pairs}
+    wall = {name: float("inf") for name, _ in pairs}
+    cpu = dict(wall)
     for _ in range(repeat):
         for name, fn in pairs:
             gc.collect()
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.process_time()
             fn()
-            times[name] = min(times[name], time.perf_counter() - start)
-    return times
+            cpu[name] = min(cpu[name], time.process_time() - start_cpu)
+            wall[name] = min(wall[name], time.perf_counter() - start)
+    return {name: (wall[name], cpu[name]) for name, _ in pairs}
 
 
 def same(a: Any, b: Any) -> bool:
@@ -288,13 +296,19 @@ def same(a: Any, b: Any) -> bool:
         a, b = np.asarray(a), np.asarray(b)
         return a.shape == b.shape and bool(np.array_equal(a, b))
     if isinstance(a, pa.Array) and isinstance(b, pa.Array):
-        return a.cast(pa.large_string()).equals(b.cast(pa.large_string())) if pa.types.is_string(a.type) or pa.types.is_large_string(a.type) else a.equals(b)
+        return (
+            a.cast(pa.large_string()).equals(b.cast(pa.large_string()))
+            if pa.types.is_string(a.type) or pa.types.is_large_string(a.type)
+            else a.equals(b)
+        )
     if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
         return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
     return a == b
 
 
 RESULTS: list[dict[str, Any]] = []
+#: ``--only``: the functions measured (a part of the name each); empty: all.
+ONLY: list[str] = []
 
 
 def measure(
@@ -307,21 +321,24 @@ def measure(
     repeat: int,
     note: str = "",
 ) -> None:
+    if ONLY and not any(word in function for word in ONLY):
+        return
     identical = same(c_way(), lib_way())
     times = best_of([("c", c_way), ("lib", lib_way)], repeat)
-    ratio = times["lib"] / times["c"]
+    (c_wall, c_cpu), (lib_wall, lib_cpu) = times["c"], times["lib"]
+    ratio = lib_wall / c_wall
     if not identical:
         verdict = "keep C (library not identical)"
     elif ratio > 1.2:
         verdict = "keep C"
     else:
         verdict = "replace with library"
-    row = dict(function=function, what=what, library=library, size=size, c=times["c"], lib=times["lib"])
-    row |= dict(ratio=ratio, identical=identical, verdict=verdict, note=note)
+    row = dict(function=function, what=what, library=library, size=size, c=c_wall, lib=lib_wall, ratio=ratio)
+    row |= dict(cpu_ratio=lib_cpu / c_cpu, identical=identical, verdict=verdict, note=note)
     RESULTS.append(row)
     print(
-        f"{function:<34} {size:<30} C {times['c'] * 1e3:9.2f} ms  lib {times['lib'] * 1e3:9.2f} ms  "
-        f"x{ratio:6.2f}  identical={identical}  {verdict}",
+        f"{function:<30} {size:<44} C {c_wall * 1e3:8.2f} ms  lib {lib_wall * 1e3:8.2f} ms  x{ratio:5.2f} "
+        f"(CPU x{lib_cpu / c_cpu:5.2f})  identical={identical}  {verdict}",
         flush=True,
     )
 
@@ -336,15 +353,18 @@ def c_first_entries(codes, row_offsets, sorted_of_row, low, high, m) -> np.ndarr
 
 
 def lib_first_entries(codes, row_offsets, sorted_of_row, low, high, m) -> np.ndarray:
-    """numpy: each entry's sorted event (a repeat of the rows'), the entries of the block's names kept, and one
-    scatter into (name, event) slots, the entries written last to first so that a name's first entry wins."""
+    """numpy: each entry's sorted event (a repeat of the rows'), its (name, event) slot (entries outside the block
+    or of an unread row sent to a spare slot), and one scatter of the entries' indexes written last to first, so
+    that a name's first entry wins."""
+    size = (high - low) * m
     sorted_of_entry = np.repeat(sorted_of_row, np.diff(row_offsets))
-    keep = (codes >= low) & (codes < high) & (sorted_of_entry >= 0)
-    entries = np.flatnonzero(keep)
-    slots = (codes[entries] - low) * m + sorted_of_entry[entries]
-    out = np.full((high - low) * m, -1, np.int64)
-    out[slots[::-1]] = entries[::-1]
-    return out.reshape(high - low, m)
+    slots = (codes - low) * m + sorted_of_entry
+    outside = (codes < low) | (codes >= high) | (sorted_of_entry < 0)
+    if outside.any():
+        slots[outside] = size
+    out = np.full(size + 1, -1, np.int64)
+    out[slots[::-1]] = np.arange(len(codes) - 1, -1, -1, dtype=np.int64)
+    return out[:-1].reshape(high - low, m)
 
 
 def bench_first_entries(scale: float, repeat: int, rng: np.random.Generator) -> None:
@@ -383,7 +403,7 @@ def bench_first_entries(scale: float, repeat: int, rng: np.random.Generator) -> 
 
 
 def c_split(images: list[bytes | None]) -> tuple:
-    """As ``_json_columns.split_images`` (up to its Arrow arrays and layouts)."""
+    """As ``columnar.split_images`` (up to its Arrow arrays and layouts)."""
     texts = [b"null" if image is None else image for image in images]
     lengths = np.fromiter(map(len, texts), np.int64, len(texts))
     offsets = np.zeros(len(texts) + 1, np.int64)
@@ -441,7 +461,9 @@ def lib_brackets_count(text: bytes, froms: np.ndarray, ends: np.ndarray) -> np.n
     """Python's ``bytes.count`` of each bracket per range (``_shallow_lines``' way)."""
     count = text.count
     return np.fromiter(
-        (count(b"{", a, b) + count(b"[", a, b) for a, b in zip(froms.tolist(), ends.tolist())), np.int64, len(froms)
+        (count(b"{", a, b) + count(b"[", a, b) for a, b in zip(froms.tolist(), ends.tolist(), strict=True)),
+        np.int64,
+        len(froms),
     )
 
 
@@ -474,7 +496,7 @@ ISO_TIMESTAMP = (
     rf'^"{YMD}[T ](?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]{{1,6}})?'
     r'(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])?"$'
 )
-#: ``number_forms``' parameters of each pattern (``arrow_typing._FORMS``, ``_json_columns._plain_decimals``).
+#: ``number_forms``' parameters of each pattern (``arrow_typing._FORMS``, ``columnar._plain_decimals``).
 NUMBER_FORMS = {
     LONG: (18, 0, 0, 1),
     LONG_KEY: (18, 0, 0, 0),
@@ -483,27 +505,27 @@ NUMBER_FORMS = {
     DECIMAL_12_2: (10, 2, 0, 1),
     PLAIN_DECIMAL_INNER: (2**31 - 1, -1, 0, 1),
 }
+# fmt: off
 #: Texts that sit on the edges of the forms, mixed into each input (a few hundred per million).
-NUMBER_EDGES = (
-    ["0", "-0", "-0.0", "00", "01", "-", "", "1.", ".5", "1e5", "1E+05", "1e-100", "1e1000", "-0e1", "1.5e3", "+1"]
-    + ["123456789012345678", "1234567890123456789", "-123456789012345678", "12345678901.5", "1.123", "9" * 301]
-    + ["1.00000000000000000001", "1.000000000000000000001", " 1", "1 ", "0x1", "NaN", "true", "null", '"1"']
-)
+NUMBER_EDGES = [
+    "0", "-0", "-0.0", "00", "01", "-", "", "1.", ".5", "1e5", "1E+05", "1e-100", "1e1000", "-0e1", "1.5e3", "+1",
+    "123456789012345678", "1234567890123456789", "-123456789012345678", "12345678901.5", "1.123", "9" * 301,
+    "1.00000000000000000001", "1.000000000000000000001", " 1", "1 ", "0x1", "NaN", "true", "null", '"1"',
+]
 STRING_EDGES = ['""', '"', '"a"b"', '"a\\"', '"\x01"', '"\x1f"', '"\x7f"', '"é"', "'a'", 'a"', '"\u2028"', "null"]
-ISO_EDGES = (
-    ['"2024-02-30"', '"1899-12-31"', '"1900-01-01"', '"2999-12-31"', '"3000-01-01"', '"2024-00-10"', '"2024-13-01"']
-    + ['"2024-01-00"', '"2024-01-32"', '"2024-1-01"', "2024-01-01", '"2024-01-01T00:00:00"', '"2024-01-01 24:00:00"']
-    + ['"2024-01-01 23:59:59.1234567"', '"2024-01-01 23:59:59."', '"2024-01-01T23:59:59Z"', '"2024-01-01T23:59:59+24:00"']
-    + ['"2024-01-01T23:59:59-02:30"', '"2024-01-01T23:59:59+02"', '"2024-01-01 12:60:00"', '"2024-01-01 12:00:60.5"']
-    + ['"2024-01-01 12:00:00.000001Z"', '"2024-01-01x12:00:00"', '"2024-01-01 12:00:00 "', "null"]
-)
-
-
+ISO_EDGES = [
+    '"2024-02-30"', '"1899-12-31"', '"1900-01-01"', '"2999-12-31"', '"3000-01-01"', '"2024-00-10"', '"2024-13-01"',
+    '"2024-01-00"', '"2024-01-32"', '"2024-1-01"', "2024-01-01", '"2024-01-01T00:00:00"', '"2024-01-01 24:00:00"',
+    '"2024-01-01 23:59:59.1234567"', '"2024-01-01 23:59:59."', '"2024-01-01T23:59:59Z"', '"2024-01-01T23:59:59+24:00"',
+    '"2024-01-01T23:59:59-02:30"', '"2024-01-01T23:59:59+02"', '"2024-01-01 12:60:00"', '"2024-01-01 12:00:60.5"',
+    '"2024-01-01 12:00:00.000001Z"', '"2024-01-01x12:00:00"', '"2024-01-01 12:00:00 "', "null",
+]
 #: Valid JSON values on the edges of the shapes and kinds (``shape_bits`` and ``kind_codes`` read valid JSON).
-JSON_EDGES = (
-    ["-0", "-0.0", "0.0000001", "-0.0000005", "0.000001", "1e5", "1E-7", "12345678901234567890", "-123456789012345678"]
-    + ["-1234567890123456789", '""', "[]", "{}", '{"a":[1]}', '"\\n"', '"a\\"b"', "[1,2]", "true", "false", "null"]
-)
+JSON_EDGES = [
+    "-0", "-0.0", "0.0000001", "-0.0000005", "0.000001", "1e5", "1E-7", "12345678901234567890", "-123456789012345678",
+    "-1234567890123456789", '""', "[]", "{}", '{"a":[1]}', '"\\n"', '"a\\"b"', "[1,2]", "true", "false", "null",
+]
+# fmt: on
 
 
 def with_edges(values: list[str], edges: list[str], rng: np.random.Generator, share: float = 3e-4) -> list[str]:
@@ -723,9 +745,7 @@ def lib_buckets_each(texts: pa.Array, buckets: int) -> np.ndarray:
     raw = data.tobytes()
     bounds = offsets.tolist()
     crc = zlib.crc32
-    return np.fromiter(
-        (crc(raw[a:b]) for a, b in zip(bounds, bounds[1:])), np.int64, len(texts)
-    ) % buckets
+    return np.fromiter((crc(raw[a:b]) for a, b in pairwise(bounds)), np.int64, len(texts)) % buckets
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -910,18 +930,26 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--markdown", type=Path, help="also write the results table here")
     parser.add_argument("--seed", type=int, default=57)
+    parser.add_argument("--only", nargs="*", default=[], help="measure only these functions (parts of names)")
     args = parser.parse_args()
+    ONLY.extend(args.only)
     scale, repeat = args.scale, args.repeat
     rng = np.random.default_rng(args.seed)
     n = int(1_000_000 * scale)
-    print(f"pyarrow {pa.__version__}, numpy {np.__version__}, msgspec {msgspec.__version__}, Python {sys.version.split()[0]}")
+    print(
+        f"pyarrow {pa.__version__}, numpy {np.__version__}, msgspec {msgspec.__version__}, "
+        f"Python {sys.version.split()[0]}"
+    )
     print(f"modules: {IMAGE_INDEX.__file__}\n")
 
     # --- decode side (per 4 MB span of Debezium records: ~1,500 images, ~20k values a call) -------------------
     started = time.perf_counter()
     dbz = Images("dbz", int(36_000 * scale), args.seed)
     gg = Images("gg", int(100_000 * scale), args.seed + 1)
-    print(f"synthesized {len(dbz.texts):,} Debezium and {len(gg.texts):,} GoldenGate images in {time.perf_counter() - started:.1f} s\n")
+    print(
+        f"synthesized {len(dbz.texts):,} Debezium and {len(gg.texts):,} GoldenGate images "
+        f"in {time.perf_counter() - started:.1f} s\n"
+    )
     dbz_spans = spans_of(dbz, 20_000)
 
     def per_span(fn: Callable[[int, int], Any]) -> Callable[[], list]:
@@ -940,13 +968,50 @@ def main() -> None:
 
     # bracket_counts: the records of each span as Kafka Connect writes them, their schema block skipped
     schema = msgspec.json.encode(
-        {"type": "struct", "fields": [{"type": "struct", "fields": [{"type": "int64", "optional": i > 0, "field": f"COLUMN_{i}"} for i in range(16)], "optional": True, "field": f} for f in ("before", "after")] + [{"type": "struct", "fields": [{"type": "string", "optional": False, "field": f"f{i}"} for i in range(19)], "optional": False, "field": "source"}], "optional": False, "name": "server1.SHOP.ORDERS.Envelope", "version": 2}
+        {
+            "type": "struct",
+            "fields": [
+                {
+                    "type": "struct",
+                    "fields": [{"type": "int64", "optional": i > 0, "field": f"COLUMN_{i}"} for i in range(16)],
+                    "optional": True,
+                    "field": f,
+                }
+                for f in ("before", "after")
+            ]
+            + [
+                {
+                    "type": "struct",
+                    "fields": [{"type": "string", "optional": False, "field": f"f{i}"} for i in range(19)],
+                    "optional": False,
+                    "field": "source",
+                }
+            ],
+            "optional": False,
+            "name": "server1.SHOP.ORDERS.Envelope",
+            "version": 2,
+        }
+    )
+    source = msgspec.json.encode(
+        {"version": "2.7.3.Final", "connector": "oracle", "name": "server1", "ts_ms": 1717200000001}
+        | {"snapshot": "false", "db": "ORCLPDB1", "sequence": None, "ts_us": 1717200000001000}
+        | {"ts_ns": 1717200000001000000, "schema": "SHOP", "table": "ORDERS", "txId": "0000000000000001"}
+        | {"scn": "1000000001", "commit_scn": "1000000002", "lcr_position": None, "rs_id": None, "ssn": 0}
+        | {"redo_thread": 1, "user_name": "APP"}
     )
     span_inputs = []
     for a, b in dbz_spans:
         lines = []
-        for before, after in zip(dbz.texts[a:b:2], dbz.texts[a + 1 : b : 2]):
-            payload = b'{"before":' + (before or b"null") + b',"after":' + (after or b"null") + b',"source":{"version":"2.7.3.Final","connector":"oracle","name":"server1","ts_ms":1717200000001,"snapshot":"false","db":"ORCLPDB1","sequence":null,"ts_us":1717200000001000,"ts_ns":1717200000001000000,"schema":"SHOP","table":"ORDERS","txId":"0000000000000001","scn":"1000000001","commit_scn":"1000000002","lcr_position":null,"rs_id":null,"ssn":0,"redo_thread":1,"user_name":"APP"},"op":"u","ts_ms":1717200000121,"ts_us":1717200000121000,"ts_ns":1717200000121000000}'
+        for before, after in zip(dbz.texts[a:b:2], dbz.texts[a + 1 : b : 2], strict=False):
+            payload = (
+                b'{"before":'
+                + (before or b"null")
+                + b',"after":'
+                + (after or b"null")
+                + b',"source":'
+                + source
+                + b',"op":"u","ts_ms":1717200000121,"ts_us":1717200000121000,"ts_ns":1717200000121000000}'
+            )
             lines.append(b'{"schema":' + schema + b',"payload":' + payload + b"}\n")
         text = b"".join(lines)
         starts = np.concatenate(([0], np.cumsum([len(line) for line in lines])[:-1])).astype(np.int64)
@@ -963,7 +1028,8 @@ def main() -> None:
             "_json_objects.bracket_counts",
             "per byte range of a span, how many bytes are { or [ (the depth bound)",
             label,
-            f"{len(span_inputs)} spans, {span_bytes / 2**20:.0f} MiB, {sum(len(f) for _, f, _ in span_inputs):,} records",
+            f"{len(span_inputs)} spans, {span_bytes / 2**20:.0f} MiB, "
+            f"{sum(len(f) for _, f, _ in span_inputs):,} records",
             lambda: [c_brackets(*s) for s in span_inputs],
             lambda lib=lib: [lib(*s) for s in span_inputs],
             repeat,
@@ -1017,19 +1083,23 @@ def main() -> None:
         at = np.concatenate([rows[done], drows[ddone]])
         order = np.argsort(at)
         splice_inputs.append((texts, at[order], pa.concat_arrays([spelt, dspelt]).take(pa.array(order))))
-    for label, lib in (("pyarrow: replace_with_mask", lib_splice_mask), ("pyarrow: concat_arrays + take", lib_splice_take)):
+    for label, lib in (
+        ("pyarrow: replace_with_mask", lib_splice_mask),
+        ("pyarrow: concat_arrays + take", lib_splice_take),
+    ):
         measure(
             "_value_texts.splice",
             "a string column with some rows' texts replaced",
             label,
-            f"{len(splice_inputs)} spans, {total_values:,} values, {sum(len(r) for _, r, _ in splice_inputs):,} replaced",
+            f"{len(splice_inputs)} spans, {total_values:,} values, "
+            f"{sum(len(r) for _, r, _ in splice_inputs):,} replaced",
             lambda: [c_splice(*s) for s in splice_inputs],
             lambda lib=lib: [lib(*s) for s in splice_inputs],
             repeat,
         )
 
     # --- one call over a column of ~1M values ------------------------------------------------------------------
-    mixed_names, mixed, mixed_kinds = gg.flat()
+    _, mixed, _ = gg.flat()
     mixed = large(with_edges(mixed.slice(0, n).to_pylist(), JSON_EDGES, rng))
     long_texts = large(with_edges(kind_values("long", "gg", n, rng), NUMBER_EDGES, rng))
     double_texts = large(with_edges(kind_values("double", "gg", n, rng), NUMBER_EDGES, rng))
@@ -1041,8 +1111,8 @@ def main() -> None:
 
     measure(
         "_text_forms.shape_bits",
-        "(as above)",
-        "numpy (as above)",
+        "per JSON value text: null/bool/string/number/integer/respelt/backslash bits",
+        "numpy: first byte, backslash scan, numbers' bytes (json_shapes' path)",
         f"1 call, {len(mixed):,} GoldenGate values",
         lambda: c_shapes(mixed),
         lambda: lib_shapes(mixed),
@@ -1118,7 +1188,11 @@ def main() -> None:
     # judge: the entries of the ORDER_LINES images (20 columns) with the table's types; a few unknown names
     names, texts, kinds = gg.flat()
     types = {c: OUR_TYPES[k] for c, k, _, _ in TABLES["SHOP.ORDER_LINES"][0]}
-    column = pc.fill_null(pc.index_in(names, value_set=pa.array(list(types), pa.large_string())), -1).to_numpy(zero_copy_only=False).astype(np.int64)
+    column = (
+        pc.fill_null(pc.index_in(names, value_set=pa.array(list(types), pa.large_string())), -1)
+        .to_numpy(zero_copy_only=False)
+        .astype(np.int64)
+    )
     mine = np.flatnonzero(column >= 0)
     extra = np.flatnonzero(column < 0)[: len(mine) // 50]
     take = np.sort(np.concatenate([mine, extra]))[:n]
@@ -1136,9 +1210,14 @@ def main() -> None:
     ids = rng.integers(1, 400_000, n)
     lines = rng.integers(1, 6, n)
     keys = pc.binary_join_element_wise("[", pa.array(ids).cast(pa.string()), "]", "")
-    pairs = pc.binary_join_element_wise("[", pa.array(ids).cast(pa.string()), ",", pa.array(lines).cast(pa.string()), "]", "")
+    pairs = pc.binary_join_element_wise(
+        "[", pa.array(ids).cast(pa.string()), ",", pa.array(lines).cast(pa.string()), "]", ""
+    )
     key_texts = pc.if_else(pa.array(rng.random(n) < 0.4), pairs, keys)
-    for label, lib in (("zlib.crc32 per distinct text (dictionary_encode)", lib_buckets_distinct), ("zlib.crc32 per value (bytes slices)", lib_buckets_each)):
+    for label, lib in (
+        ("zlib.crc32 per distinct text (dictionary_encode)", lib_buckets_distinct),
+        ("zlib.crc32 per value (bytes slices)", lib_buckets_each),
+    ):
         measure(
             "_text_forms.crc32_buckets",
             "per key text, zlib.crc32(text) % buckets (merge.bucket_of)",
@@ -1152,34 +1231,37 @@ def main() -> None:
     # the decode-side functions in one call over ~1M values too (the per-call set-up of Arrow counts less)
     big_texts = pa.concat_arrays([t for t, _ in span_columns])
     offsets = np.cumsum([0] + [len(t) for t, _ in span_columns])
-    big_rows = np.concatenate([r + o for (_, r, _), o in zip(epoch_inputs, offsets)])
+    big_rows = np.concatenate([r + o for (_, r, _), o in zip(epoch_inputs, offsets[:-1], strict=True)])
     big_kinds = np.concatenate([k for _, _, k in epoch_inputs])
     measure(
         "_value_texts.epoch_texts",
-        "(as above)",
-        "pyarrow (as above)",
+        "JSON integer days/µs since epoch -> quoted ISO date / timestamp text",
+        "pyarrow: cast(int64), numpy, cast timestamp[us]/date32 -> string, joins",
         f"1 call, {len(big_rows):,} values",
         lambda: c_epoch(big_texts, big_rows, big_kinds),
         lambda: lib_epoch(big_texts, big_rows, big_kinds),
         repeat,
     )
-    big_drows = np.concatenate([r + o for (_, r, _), o in zip(decimal_inputs, offsets)])
+    big_drows = np.concatenate([r + o for (_, r, _), o in zip(decimal_inputs, offsets[:-1], strict=True)])
     big_scales = np.full(len(big_drows), 2, np.int8)
     measure(
         "_value_texts.connect_decimals",
-        "(as above)",
-        "numpy + pyarrow (as above)",
+        "quoted base64 two's-complement bytes + scale -> str(Decimal) text",
+        "numpy base64 + pyarrow cast decimal128(38,s) -> string",
         f"1 call, {len(big_drows):,} values",
         lambda: c_decimals(big_texts, big_drows, big_scales),
         lambda: lib_decimals(big_texts, big_drows, big_scales),
         repeat,
     )
-    big_at = np.concatenate([s[1] + o for s, o in zip(splice_inputs, offsets)])
+    big_at = np.concatenate([s[1] + o for s, o in zip(splice_inputs, offsets[:-1], strict=True)])
     big_new = pa.concat_arrays([s[2] for s in splice_inputs])
-    for label, lib in (("pyarrow: replace_with_mask", lib_splice_mask), ("pyarrow: concat_arrays + take", lib_splice_take)):
+    for label, lib in (
+        ("pyarrow: replace_with_mask", lib_splice_mask),
+        ("pyarrow: concat_arrays + take", lib_splice_take),
+    ):
         measure(
             "_value_texts.splice",
-            "(as above)",
+            "a string column with some rows' texts replaced",
             label,
             f"1 call, {len(big_texts):,} values, {len(big_at):,} replaced",
             lambda: c_splice(big_texts, big_at, big_new),
@@ -1187,19 +1269,44 @@ def main() -> None:
             repeat,
         )
 
-    table = markdown_table(RESULTS)
+    table = summary_table(RESULTS) + "\n\nEvery measurement:\n\n" + markdown_table(RESULTS)
     print("\n" + table)
     if args.markdown:
         args.markdown.write_text(table + "\n")
 
 
+def summary_table(rows: list[dict[str, Any]]) -> str:
+    """One row per C function: its best identical library way (the lowest library / C ratio of every input size
+    and variant measured), the range of the ratios of its identical ways, and the verdict on the best."""
+    head = "| function | what it does | best library equivalent | input | C ms | library ms | library / C "
+    head += "| range (all identical ways) | identical | verdict |"
+    lines = [head, "|" + "---|" * 10]
+    for function in dict.fromkeys(r["function"] for r in rows):
+        mine = [r for r in rows if r["function"] == function]
+        what = mine[0]["what"]
+        same_ways = [r for r in mine if r["identical"]]
+        if not same_ways:
+            lines.append(f"| `{function}` | {what} | none identical | | | | | | no | keep C |")
+            continue
+        best = min(same_ways, key=lambda r: r["ratio"])
+        low, high = min(r["ratio"] for r in same_ways), max(r["ratio"] for r in same_ways)
+        verdict = "replace with library" if best["ratio"] <= 1.2 else "keep C"
+        lines.append(
+            f"| `{function}` | {what} | {best['library']} | {best['size']} | {best['c'] * 1e3:.2f} | "
+            f"{best['lib'] * 1e3:.2f} | {best['ratio']:.2f} | {low:.2f}-{high:.2f} | yes | {verdict} |"
+        )
+    return "\n".join(lines)
+
+
 def markdown_table(rows: list[dict[str, Any]]) -> str:
-    head = "| function | what it does | library equivalent | input | C ms | library ms | library / C | identical | verdict |"
-    lines = [head, "|" + "---|" * 9]
+    head = "| function | what it does | library equivalent | input | C ms | library ms | library / C | (CPU time) "
+    head += "| identical | verdict |"
+    lines = [head, "|" + "---|" * 10]
     for r in rows:
         lines.append(
             f"| `{r['function']}` | {r['what']} | {r['library']} | {r['size']} | {r['c'] * 1e3:.2f} | "
-            f"{r['lib'] * 1e3:.2f} | {r['ratio']:.2f} | {'yes' if r['identical'] else 'no'} | {r['verdict']} |"
+            f"{r['lib'] * 1e3:.2f} | {r['ratio']:.2f} | {r['cpu_ratio']:.2f} | {'yes' if r['identical'] else 'no'} "
+            f"| {r['verdict']} |"
         )
     return "\n".join(lines)
 
