@@ -29,8 +29,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import datetime as dt
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +45,7 @@ from cdclake.formats._datahub import (
     UpdatePairs,
     datahub_seq,
     epoch_millis,
+    from_epoch,
     integer,
     json_kind,
     millis_text,
@@ -76,8 +79,9 @@ _MARKERS = {
     "GTID": "HEARTBEAT",  # a stream position without rows
 }
 BEFORE_HALVES = frozenset({"UPDATE_BEFOR", "UPDATE_BEFORE"})
-_ROW_OPS = frozenset({"INSERT", "UPDATE", "UPDATE_AFTER", "DELETE", "TRUNCATE"}) | BEFORE_HALVES
-_ALL_OPS = sorted(_ROW_OPS | _DDL_OPS | set(_MARKERS))
+ROW_OPS = frozenset({"INSERT", "UPDATE", "UPDATE_AFTER", "DELETE", "TRUNCATE"}) | BEFORE_HALVES
+_ALL_OPS = sorted(ROW_OPS | _DDL_OPS | set(_MARKERS))
+_OPS = frozenset(_ALL_OPS)
 _PAYLOAD_MEMBERS = frozenset({"op", "before", "after", "sequenceId", "timestamp", "ddl"})
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _JAVA_SPECIALS = {"NaN": Decimal("NaN"), "Infinity": Decimal("Infinity"), "-Infinity": Decimal("-Infinity")}
@@ -110,101 +114,207 @@ class DataHubBlobDecoder(Decoder):
     # --- one message --------------------------------------------------------------------
 
     def _message(self, record: JsonRecord) -> ChangeEvent | Half:
-        message = record.value
-        if not isinstance(message, dict):
-            raise RecordError(f"record is a JSON {json_kind(message)}, not an object")
-        schema = member_object(message.get("schema"), "schema") or {}
-        payload = member_object(message.get("payload"), "payload")
-        if payload is None:
-            raise RecordError('record has no "payload" object')
-        op = payload.get("op")
-        if not isinstance(op, str) or op not in _ALL_OPS:
-            if op == "XAROLLBACK":
-                raise RecordError(
-                    "XAROLLBACK: the changes of a rolled-back XA transaction may already have been applied and "
-                    "cdclake cannot undo them; check the affected tables against the source"
-                )
-            raise RecordError(f"unknown op {short(op)}; DataHub BLOB ops are {', '.join(_ALL_OPS)} (case-sensitive)")
-
-        source = member_object(schema.get("source"), "schema.source")
-        table = self.table_override or table_name(source)
-        keys = self.keys or primary_key(schema.get("primaryKey"))
-        types, kept, hints = kc.memoized("blob-plan", schema_plan, schema)
-        timestamp = member_object(payload.get("timestamp"), "payload.timestamp")
-        event_ts = epoch_millis(timestamp.get("eventTime"), "timestamp.eventTime") if timestamp else None
-        sequence = payload.get("sequenceId")
-        seq, snapshot = datahub_seq(sequence, "sequenceId") if sequence is not None else (None, False)
-
-        meta: dict[str, Any] = {"op": op}
-        if sequence is not None:
-            meta["sequenceId"] = sequence
-        if timestamp is not None:
-            meta["timestamp"] = timestamp
-        if source is not None:
-            meta["source"] = source
-        if message.get("version") is not None:
-            meta["version"] = message["version"]
-        extra = {k: v for k, v in payload.items() if k not in _PAYLOAD_MEMBERS}
-        extra.update({k: v for k, v in message.items() if k not in ("schema", "payload", "version")})
-        if extra:
-            meta["extra"] = extra
-        if hints:
-            meta["column_types"] = dict(hints)
-
-        def event(event_op: str, **fields: Any) -> ChangeEvent:
-            return ChangeEvent(
-                table=table or NO_TABLE,
-                op=event_op,
-                seq=seq,
-                event_ts=event_ts,
-                source=record.source,
-                keys=keys,
-                meta=meta,
-                **fields,
-            )
-
+        message, schema, payload = _parts(record.value)
+        op = operation(payload.get("op"))  # before the schema block: its reason comes first
+        block = schema_block(self, schema)
+        env = envelope(op, block, payload.get("timestamp"), payload.get("sequenceId"))
+        env.meta.update(meta_tail(block, message.get("version"), _extra(message, payload)))
         if op in _MARKERS:
-            return event(_MARKERS[op])
+            return _event(record, env, _MARKERS[op])
         if op in _DDL_OPS:
             ddl = member_object(payload.get("ddl"), "payload.ddl") or {}
             text = ddl.get("text")
             if not isinstance(text, str) or not text.strip():
                 raise RecordError(f"{op} message has no DDL statement (payload.ddl.text is {short(text)})")
             if "ddlMeta" in ddl:
-                meta["ddlMeta"] = ddl["ddlMeta"]  # opaque base64 of a Java-serialized object: never decoded
-            return event("DDL", ddl={"text": text})
+                env.meta["ddlMeta"] = ddl["ddlMeta"]  # opaque base64 of a Java-serialized object: never decoded
+            return _event(record, env, "DDL", ddl={"text": text})
+        if op == "TRUNCATE":
+            return _event(record, env, "TRUNCATE")
+        before = _image(payload, "before", block.types, block.kept)
+        after = _image(payload, "after", block.types, block.kept)
+        event_op, side = row_op(env, before, after)
+        if op == "INSERT":
+            before = None  # converted above (a value its type refuses rejects the message), then dropped
+        elif op == "DELETE":
+            after = None
+        event = _event(record, env, event_op, before=before, after=after)  # a half's other image: None (row_op)
+        if side is None:
+            return event
+        assert block.table is not None and env.seq is not None  # envelope: a row message has both
+        return Half(side, (block.table, env.seq), event, op, "sequenceId", str(env.sequence), record.raw())
 
-        # row operations
-        if table is None:
+
+def _parts(message: Any) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """(message, schema block, payload) of a record (RecordError: not a message)."""
+    if not isinstance(message, dict):
+        raise RecordError(f"record is a JSON {json_kind(message)}, not an object")
+    schema = schema_object(message.get("schema"))
+    payload = member_object(message.get("payload"), "payload")
+    if payload is None:
+        raise RecordError('record has no "payload" object')
+    return message, schema, payload
+
+
+def _extra(message: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
+    """The members of a message and its payload that DataHub does not write (``meta["extra"]``)."""
+    extra = {k: v for k, v in payload.items() if k not in _PAYLOAD_MEMBERS}
+    extra.update({k: v for k, v in message.items() if k not in ("schema", "payload", "version")})
+    return extra
+
+
+def _event(record: JsonRecord, env: Envelope, op: str, **fields: Any) -> ChangeEvent:
+    """The event ``op`` of a message's envelope (``fields``: its images or DDL)."""
+    return ChangeEvent(
+        table=env.block.table or NO_TABLE,
+        op=op,
+        seq=env.seq,
+        event_ts=env.event_ts,
+        source=record.source,
+        keys=env.block.keys,
+        meta=env.meta,
+        **fields,
+    )
+
+
+# --- the envelope: the format's rules, read by the reference and the columnar path alike ------------
+
+
+def operation(op: Any) -> str:
+    """A message's ``payload.op``, one of the format's (RecordError: any other, XAROLLBACK with why)."""
+    if not isinstance(op, str) or op not in _OPS:
+        if op == "XAROLLBACK":
+            raise RecordError(
+                "XAROLLBACK: the changes of a rolled-back XA transaction may already have been applied and "
+                "cdclake cannot undo them; check the affected tables against the source"
+            )
+        raise RecordError(f"unknown op {short(op)}; DataHub BLOB ops are {', '.join(_ALL_OPS)} (case-sensitive)")
+    return op
+
+
+def schema_object(value: Any) -> dict[str, Any]:
+    """A message's ``schema`` member: an object, or none (``{}``). RecordError: anything else."""
+    return member_object(value, "schema") or {}
+
+
+@dataclass(slots=True)
+class Block:
+    """What a schema block says (:func:`schema_block`): the same for every message that repeats it."""
+
+    source: dict[str, Any] | None
+    #: ``schemaName.tableName`` (or ``dbName.``), the ``table`` option's name; None: none
+    table: str | None
+    keys: list[str] | None
+    #: :func:`schema_plan`: each column's StreamX type, the Python types kept as they are, the column types
+    types: dict[str, str]
+    kept: dict[str, tuple[type, ...]]
+    hints: dict[str, str]
+
+
+def schema_block(decoder: DataHubBlobDecoder, schema: dict[str, Any]) -> Block:
+    """A schema block's source, table (:func:`table_name`), keys (``primaryKey``) and column plan, for both the
+    reference and the columnar path (which works it out once per block). RecordError: a block these rules refuse."""
+    source = member_object(schema.get("source"), "schema.source")
+    table = decoder.table_override or table_name(source)
+    keys = decoder.keys or primary_key(schema.get("primaryKey"))
+    types, kept, hints = kc.memoized("blob-plan", schema_plan, schema)
+    return Block(source, table, keys, types, kept, hints)
+
+
+#: Epoch milliseconds an aware ``datetime`` holds (the years 1-9999): kept as the integer (:attr:`Envelope.event_time`).
+_MILLIS_RANGE = range(0, 253_402_300_800_000)
+
+
+@dataclass(slots=True)
+class Envelope:
+    """What a message says apart from its images and its schema block's members (:func:`envelope`)."""
+
+    op: str
+    block: Block
+    #: ``sequenceId`` as the message gives it (None: none)
+    sequence: Any
+    #: the sequence id as :func:`~._datahub.datahub_seq` reads it (None: none)
+    seq: str | None
+    #: a full-load row (``sequenceId`` -1)
+    snapshot: bool
+    #: ``timestamp.eventTime``: epoch milliseconds as the integer where it is one in range (the columnar path
+    #: converts a column at once), else :func:`~._datahub.epoch_millis`' datetime (None: none)
+    event_time: dt.datetime | int | None
+    #: ``meta``'s first members, the message's own (``op``, ``sequenceId``, ``timestamp``): :func:`meta_tail` the rest
+    meta: dict[str, Any]
+
+    @property
+    def event_ts(self) -> dt.datetime | None:
+        time = self.event_time
+        return from_epoch(time, "milliseconds") if type(time) is int else time
+
+
+def envelope(op: Any, block: Block, timestamp: Any, sequence: Any) -> Envelope:
+    """The format's envelope rules, for both the reference and the columnar path: a message's op
+    (:func:`operation`: the reference checks it before it reads the schema block, whose reasons come second),
+    schema block, ``payload.timestamp`` and ``payload.sequenceId``, with its event time, ``seq`` and ``meta``'s
+    own members; a row message (or truncate) needs a table and a sequence id. RecordError: a message these
+    rules refuse."""
+    if type(op) is not str or op not in _OPS:  # as operation, without its call where the op is one: a hot path
+        op = operation(op)
+    if timestamp is not None and type(timestamp) is not dict:  # as member_object, without its call: a hot path
+        timestamp = member_object(timestamp, "payload.timestamp")
+    millis = timestamp.get("eventTime") if timestamp else None
+    if type(millis) is not int or millis not in _MILLIS_RANGE:
+        millis = epoch_millis(millis, "timestamp.eventTime")
+    seq, snapshot = datahub_seq(sequence, "sequenceId") if sequence is not None else (None, False)
+    if op in ROW_OPS:
+        if block.table is None:
             raise RecordError(f"{op} message names no table (schema.source has no tableName); set --option table=NAME")
         if seq is None:
             raise RecordError(f"{op} message has no sequenceId: DataHub rows need it for ordering")
-        if op == "TRUNCATE":
-            return event("TRUNCATE")
-        before = _image(payload, "before", types, kept)
-        after = _image(payload, "after", types, kept)
-        if op == "INSERT":
-            if after is None:
-                raise RecordError("INSERT message has no after image (payload.after.dataColumn)")
-            return event("UPSERT" if snapshot else "INSERT", after=after)
-        if op == "DELETE":
-            if before is None:
-                raise RecordError("DELETE message has no before image (payload.before.dataColumn)")
-            return event("DELETE", before=before)
-        if op == "UPDATE" or (before is not None and after is not None):
-            if after is None:
-                raise RecordError("UPDATE message has no after image (payload.after.dataColumn)")
-            return event("UPDATE", before=before, after=after)
-        # one half of a split update
-        side = "before" if op in BEFORE_HALVES else "after"
-        image = before if side == "before" else after
-        if image is None:
-            raise RecordError(f"{op} message has no {side} image (payload.{side}.dataColumn)")
-        if snapshot:
-            raise RecordError(f"{op} message has sequenceId -1: a half of an update cannot be paired without it")
-        half_event = event("UPDATE", **{side: image})
-        assert seq is not None
-        return Half(side, (table, seq), half_event, op, "sequenceId", str(sequence), record.raw())
+    meta: dict[str, Any] = {"op": op}
+    if sequence is not None:
+        meta["sequenceId"] = sequence
+    if timestamp is not None:
+        meta["timestamp"] = timestamp
+    return Envelope(op, block, sequence, seq, snapshot, millis, meta)
+
+
+def meta_tail(block: Block, version: Any, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The members of a message's ``meta`` after its own (:attr:`Envelope.meta`), in order: its schema block's
+    ``source``, the message's ``version``, the members DataHub does not write (``extra``), the column types."""
+    tail: dict[str, Any] = {}
+    if block.source is not None:
+        tail["source"] = block.source
+    if version is not None:
+        tail["version"] = version
+    if extra:
+        tail["extra"] = extra
+    if block.hints:
+        tail["column_types"] = dict(block.hints)
+    return tail
+
+
+def row_op(env: Envelope, before: Any, after: Any) -> tuple[str, str | None]:
+    """Which images a row message needs, and the event it makes: (event op, the side of the update it is a half
+    of; None: a whole event). ``INSERT`` (``UPSERT`` for a full-load row) needs an after image, ``DELETE`` a
+    before image, ``UPDATE`` (or a half holding both images) an after image; a half its own side's image and a
+    sequence id other than -1 (its partner is found by it). RecordError: a message these rules refuse."""
+    op = env.op
+    if op == "INSERT":
+        if after is None:
+            raise RecordError("INSERT message has no after image (payload.after.dataColumn)")
+        return "UPSERT" if env.snapshot else "INSERT", None
+    if op == "DELETE":
+        if before is None:
+            raise RecordError("DELETE message has no before image (payload.before.dataColumn)")
+        return "DELETE", None
+    if op == "UPDATE" or (before is not None and after is not None):
+        if after is None:
+            raise RecordError("UPDATE message has no after image (payload.after.dataColumn)")
+        return "UPDATE", None
+    side = "before" if op in BEFORE_HALVES else "after"
+    if (before if side == "before" else after) is None:
+        raise RecordError(f"{op} message has no {side} image (payload.{side}.dataColumn)")
+    if env.snapshot:
+        raise RecordError(f"{op} message has sequenceId -1: a half of an update cannot be paired without it")
+    return "UPDATE", side
 
 
 # --- pieces ---------------------------------------------------------------------------------

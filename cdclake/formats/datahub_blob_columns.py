@@ -4,10 +4,12 @@ The same design as CDL JSON's (:mod:`.cdl_json_columns`, docs/decisions.md "Debe
 for DataHub's envelope: one compact ``{"schema", "payload", "version"}`` message per line, UTF-8, the members
 in the order the vendor's document writes them or sorted by name (real messages, Apache Paimon's samples:
 ``{"payload":{"after":...,"before":null,"ddl":null,"op":...},"schema":...}``). msgspec reads a span in one
-C call; each schema block is worked out once per distinct text (the reference's table name, keys and
-``schema_plan``); each image value is kept as its JSON text where the reference keeps the parsed value, text
+C call; each schema block is worked out once per distinct text (the format's ``schema_block``: source, table,
+keys, column plan); each image value is kept as its JSON text where the reference keeps the parsed value, text
 decimals (``DOUBLE``) lose their quotes and epoch milliseconds (``DATE``) become timestamps a column at a
-time, anything else goes through the reference's ``blob_value``.
+time, anything else goes through the reference's ``blob_value``. Every scalar and ``meta`` come from the format's
+one statement of its envelope (``datahub_blob.envelope``, ``meta_tail``, and ``row_op`` for which images an op
+needs and the event it makes): this module holds no envelope rule of its own, only where the path stops (below).
 
 Update halves: ``UPDATE_BEFOR`` + ``UPDATE_AFTER`` sharing a sequence id become one ``UPDATE`` where the second
 one is read, with the reference's joined ``meta`` (``_datahub.pair_meta``). A span is read up to the first
@@ -24,6 +26,7 @@ write, blanks, a record whose brackets could nest deeper than the limit. Held to
 from __future__ import annotations
 
 from collections.abc import Callable
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -33,8 +36,7 @@ from msgspec import UNSET, Raw
 
 from cdclake.events.arrow import DECODED_FILE_SCHEMA
 from cdclake.events.change import joined_text, meta_text
-from cdclake.formats import _kafka_connect as kc
-from cdclake.formats._datahub import RecordError, datahub_seq, epoch_millis, from_epoch, pair_meta
+from cdclake.formats._datahub import RecordError, from_epoch, pair_meta
 from cdclake.formats.columnar import (
     BOOL,
     CONVERT,
@@ -52,7 +54,15 @@ from cdclake.formats.columnar import (
     image_or_none,
     reference_converter,
 )
-from cdclake.formats.datahub_blob import BEFORE_HALVES, blob_value, member_object, primary_key, schema_plan, table_name
+from cdclake.formats.datahub_blob import (
+    ROW_OPS,
+    blob_value,
+    envelope,
+    meta_tail,
+    row_op,
+    schema_block,
+    schema_object,
+)
 from cdclake.registry import register_columns
 
 if TYPE_CHECKING:
@@ -74,36 +84,25 @@ _READER = EnvelopeReader("Blob", _PAYLOAD, {"version": Any}, dict.fromkeys(("bef
 _PLANS = 256
 #: How each StreamX type's values are judged (``blob_value``: kept, converted at once, or one at a time).
 _KINDS = {"STRING": STR, "LONG": INT, "BOOLEAN": BOOL, "DOUBLE": TEXT_DECIMAL, "DATE": TS_MILLIS, "BYTES": CONVERT}
-_ROW_OPS = frozenset({"INSERT", "UPDATE", "DELETE", "UPDATE_AFTER"}) | BEFORE_HALVES
-_HALVES = BEFORE_HALVES | {"UPDATE_AFTER"}
+#: The ops this path reads (markers, DDL and truncates: the reference's).
+_READ_OPS = ROW_OPS - {"TRUNCATE"}
 
 
 class _Plan:
-    """What the reference works out of one schema block for every message that repeats it."""
+    """A schema block as the format reads it (``datahub_blob.schema_block``), worked out once for every message
+    that repeats it, with how this path judges each column's values and its messages' ``meta`` tails."""
 
-    __slots__ = ("_tails", "hints", "keys", "kinds", "source", "table", "types")
+    __slots__ = ("_tails", "block", "kinds")
 
     def __init__(self, decoder: DataHubBlobDecoder, schema: Any) -> None:
-        schema = member_object(schema, "schema") or {}
-        self.source = member_object(schema.get("source"), "schema.source")
-        self.table = decoder.table_override or table_name(self.source)
-        self.keys = decoder.keys or primary_key(schema.get("primaryKey"))
-        self.types, _, hints = kc.memoized("blob-plan", schema_plan, schema)
-        self.hints = dict(hints) if hints else None
-        self.kinds = {column: _KINDS.get(kind, UNNAMED) for column, kind in self.types.items()}
+        self.block = schema_block(decoder, schema_object(schema))
+        self.kinds = {column: _KINDS.get(kind, UNNAMED) for column, kind in self.block.types.items()}
         self._tails: dict[Any, str] = {}
 
     def tail(self, version: Any) -> dict[str, Any]:
-        """The members a message's ``meta`` takes from its schema block and ``version``, in the reference's order
-        (after ``op``, ``sequenceId`` and ``timestamp``)."""
-        tail: dict[str, Any] = {}
-        if self.source is not None:
-            tail["source"] = self.source
-        if version is not None:
-            tail["version"] = version
-        if self.hints:
-            tail["column_types"] = self.hints  # shared by the plan's events: nothing changes a meta before its text
-        return tail
+        """The members a message's ``meta`` takes from its schema block and ``version`` (``datahub_blob.meta_tail``:
+        no ``extra``, as this path reads no member DataHub does not write)."""
+        return meta_tail(self.block, version)
 
     def tail_text(self, version: Any) -> str:
         """:meth:`tail`'s JSON text, written once per plan and version (the column types are most of a meta)."""
@@ -185,7 +184,7 @@ def _rows(
         plan = plans.get(id(schema), _NO_PLAN)
         if plan is _NO_PLAN:
             plan = plans[id(schema)] = _plan(decoder, known, schema)
-        row = _row(decoder, record, offset, plan, split)  # type: ignore[arg-type]
+        row = _row(record, offset, plan, split)  # type: ignore[arg-type]
         if row is None:
             return None
         rows.append(row)
@@ -227,72 +226,40 @@ def _cut(records: int, unpaired: Any, pairs: list[tuple[int, int]]) -> int:
         cut = int(firsts[split].min())
 
 
-def _row(decoder: DataHubBlobDecoder, record: Any, offset: int, plan: _Plan | None, split: bool) -> _Row | None:
-    """One message's event (or half), as the reference's ``_message`` makes it (``plan``: its schema block's;
-    None: one the reference refuses); None: one it rejects or that this path leaves to it."""
-    p = record.payload
-    op = p.op
-    if plan is None or type(op) is not str or op not in _ROW_OPS or not plan.table:
+def _row(record: Any, offset: int, plan: _Plan | None, split: bool) -> _Row | None:
+    """One message's event (or half) by the format's envelope rules (``datahub_blob.envelope``, ``row_op``)
+    (``plan``: its schema block's; None: one the reference refuses); None: one it rejects or that this path
+    leaves to it."""
+    if plan is None:
         return None
+    p = record.payload
     timestamp = None if p.timestamp is UNSET else p.timestamp
     sequence = None if p.sequenceId is UNSET else p.sequenceId
-    if sequence is None or (timestamp is not None and type(timestamp) is not dict):
-        return None
     try:
-        if timestamp:
-            event_ts = timestamp.get("eventTime")
-            if type(event_ts) is not int or event_ts not in _MILLIS_RANGE:
-                event_ts = epoch_millis(event_ts, "timestamp.eventTime")
-        else:
-            event_ts = None
-        seq, snapshot = datahub_seq(sequence, "sequenceId")
+        env = envelope(p.op, plan.block, timestamp, sequence)
+        if env.op not in _READ_OPS:
+            return None
+        before, after = p.before, p.after  # no holder (UNSET, null, empty: falsy): no image, without a call
+        before, after = _image(before, split) if before else None, _image(after, split) if after else None
+        op, side = row_op(env, before, after)
     except RecordError:
         return None
-    before, after = _image(p.before, split), _image(p.after, split)
-    head: dict[str, Any] = {"op": op, "sequenceId": sequence}
-    if timestamp is not None:
-        head["timestamp"] = timestamp
+    table, seq, keys = env.block.table, env.seq, env.block.keys
+    assert table is not None and seq is not None  # envelope: a row message has both
     version = None if record.version is UNSET else record.version
-    if op in _HALVES and (before is None or after is None):
-        side = "before" if op in BEFORE_HALVES else "after"
-        if (before if side == "before" else after) is None or snapshot:
-            return None
+    if side is not None:
         return _Row(
-            "UPDATE", before, after, plan, plan, plan.table, seq, event_ts, plan.keys, head, offset, side, op, version
+            op, before, after, plan, plan, table, seq, env.event_time, keys, env.meta, offset, side, env.op, version
         )
-    meta = joined_text(meta_text(head), plan.tail_text(version))
-    if op == "INSERT":
-        if after is None or before is not None:
-            return None
-        return _Row(
-            "UPSERT" if snapshot else "INSERT",
-            None,
-            after,
-            plan,
-            plan,
-            plan.table,
-            seq,
-            event_ts,
-            plan.keys,
-            meta,
-            offset,
-        )
-    if op == "DELETE":
-        if before is None or after is not None:
-            return None
-        return _Row("DELETE", before, None, plan, plan, plan.table, seq, event_ts, plan.keys, meta, offset)
-    if after is None:  # an UPDATE (a half with both images is a whole update)
-        return None
-    return _Row("UPDATE", before, after, plan, plan, plan.table, seq, event_ts, plan.keys, meta, offset)
-
-
-#: Epoch milliseconds an aware ``datetime`` holds (the years 1-9999): kept as the integer, the column converts.
-_MILLIS_RANGE = range(0, 253_402_300_800_000)
+    if (env.op == "INSERT" and before is not None) or (env.op == "DELETE" and after is not None):
+        return None  # the reference converts, then drops, the image
+    meta = joined_text(meta_text(env.meta), plan.tail_text(version))
+    return _Row(op, before, after, plan, plan, table, seq, env.event_time, keys, meta, offset)
 
 
 def _event_ts_array(values: list[Any]) -> pa.Array:
-    """The event times of ``_row`` (integer epoch milliseconds, or the reference's ``epoch_millis`` ``datetime``
-    for any other) as the decoded column (integers converted at once)."""
+    """The event times of ``_row`` (``datahub_blob.Envelope.event_time``: integer epoch milliseconds, or the
+    reference's ``epoch_millis`` ``datetime`` for any other) as the decoded column (integers converted at once)."""
     millis = [v for v in values if type(v) is int]
     if not millis:
         return pa.array(values, DECODED_FILE_SCHEMA.field("event_ts").type)
@@ -369,9 +336,9 @@ def _batch(rows: list[_Row], file: str, split: bool) -> pa.RecordBatch | None:
     try:
         arrays = {}
         for name in ("before", "after"):
-            plans = [getattr(row, f"{name}_plan") for row in rows]
+            plans = list(map(attrgetter(f"{name}_plan"), rows))
             built = image_array(
-                [getattr(row, name) for row in rows],
+                list(map(attrgetter(name), rows)),
                 [plan.kinds for plan in plans],
                 _converter(name, plans),
                 None,
@@ -403,7 +370,7 @@ def _batch(rows: list[_Row], file: str, split: bool) -> pa.RecordBatch | None:
 def _converter(image: str, plans: list[_Plan]) -> Callable[[int, str, str, bool], Any]:
     """The reference's conversion of one value of ``image``: its ``blob_value`` by the column's StreamX type."""
     return reference_converter(
-        lambda owner, column, value: blob_value(column, plans[owner].types.get(column), value, image)
+        lambda owner, column, value: blob_value(column, plans[owner].block.types.get(column), value, image)
     )
 
 
