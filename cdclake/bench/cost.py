@@ -94,6 +94,7 @@ def dag_run(work: Path, events: int = 400, tables: int | None = None, log=print)
     from cdclake.airflow.env import airflow_env, dags_test, migrate
     from cdclake.bench.generate import generate
 
+    work = work.resolve()  # the sources file names the landing folder; the DAG's tasks run elsewhere
     work.mkdir(parents=True, exist_ok=True)
     landing = work / "landing"
     sources = {"sources": {}}
