@@ -30,7 +30,7 @@ The names other packages import are exported here (``__all__``), each loaded fro
 asked for (PEP 562): importing the package alone loads none of its modules.
 """
 
-import importlib
+from cdclake import lazy_exports
 
 #: Modules of this package exported as themselves.
 _MODULES = ("arrow_fold", "arrow_typing", "driver_io", "lineage", "publish", "table")
@@ -89,85 +89,5 @@ _NAMES = {
     ),
     "table": ("compact_table",),
 }
-_HOME = {name: module for module, names in _NAMES.items() for name in names} | {m: m for m in _MODULES}
 
-__all__ = [
-    "COUNTS_PROPERTY",
-    "FOLDS",
-    "HISTORY_SUFFIX",
-    "LOCATED_COLUMNS",
-    "LOG_DDL",
-    "LOG_SCHEMA",
-    "LOG_SUFFIX",
-    "MAX_EXTRA_FILES_PROPERTY",
-    "MERGE_ON_READ",
-    "META_DDL",
-    "MIN_ROWS_PROPERTY",
-    "MOR_MIN_BUCKET_ROWS",
-    "OVERWRITE",
-    "POSITION_COLUMNS",
-    "ROUTED_SCHEMA",
-    "ROW_KEYS_PROPERTY",
-    "SNAPSHOT_PROPERTY_CONF",
-    "TRUNCATE_BUCKET",
-    "CompactFailed",
-    "Fold",
-    "FoldSpec",
-    "Located",
-    "append_rows",
-    "arrow_fold",
-    "arrow_typing",
-    "branch_name",
-    "bulk_shares",
-    "candidate_keys",
-    "chain_keys",
-    "choose_mode",
-    "coalesced",
-    "commit_overwrite",
-    "commit_row_delta",
-    "compact_table",
-    "compact_tables",
-    "current_schema_id",
-    "driver_io",
-    "ensure_namespace",
-    "ensure_tables",
-    "fold_arrow",
-    "fold_driver",
-    "fold_native",
-    "fold_onto_rows",
-    "fold_part",
-    "fresh_snapshot_id",
-    "head_summary",
-    "in_order_keys",
-    "is_conflict",
-    "java_table",
-    "lineage",
-    "linked_in_driver",
-    "prepared_rows",
-    "publish",
-    "read_buckets",
-    "route_events",
-    "snapshot_info",
-    "sql_string",
-    "table",
-    "table_ddl",
-    "table_events",
-    "table_properties",
-    "table_schema",
-    "typed_values",
-    "whole_budget",
-    "with_names",
-]
-
-
-def __getattr__(name: str):  # -> Any (not annotated: the package imports nothing, not even ``typing``)
-    """A name of :data:`__all__`, from its module, imported now if it was not yet."""
-    module = _HOME.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    loaded = importlib.import_module(f"{__name__}.{module}")
-    return loaded if module == name else getattr(loaded, name)
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _NAMES, _MODULES)

@@ -8,7 +8,7 @@ The names other packages import are exported here (``__all__``), each loaded fro
 asked for (PEP 562): importing the package alone loads none of its modules.
 """
 
-import importlib
+from cdclake import lazy_exports
 
 #: Modules of this package exported as themselves.
 _MODULES = ("arrow_text", "batch")
@@ -63,70 +63,5 @@ _NAMES = {
         "unescape_table",
     ),
 }
-_HOME = {name: module for module, names in _NAMES.items() for name in names} | {m: m for m in _MODULES}
 
-__all__ = [
-    "CHANGELOG_SCHEMA",
-    "DECODED_FILE_SCHEMA",
-    "EVENT_SCHEMA",
-    "IMAGE_TYPE",
-    "NULL_FOLDER_VALUE",
-    "REJECT_SCHEMA",
-    "ROW_OPS",
-    "SCHEMA_EVENT_COLUMNS",
-    "ChangeEvent",
-    "ChangelogWriter",
-    "ChunkedTake",
-    "DecodedBuilder",
-    "DriverEvents",
-    "Rejected",
-    "Source",
-    "TableFilesWriter",
-    "TaskSurvey",
-    "arrow_text",
-    "batch",
-    "column_kinds",
-    "decoded_bytes",
-    "decoded_files",
-    "decoded_rows",
-    "escape_table",
-    "event_chunks",
-    "event_to_row",
-    "first_bytes",
-    "format_ts",
-    "from_json",
-    "holding",
-    "image_from_text",
-    "image_to_text",
-    "is_per_table",
-    "joined_text",
-    "merged_column_kinds",
-    "merged_op_summary",
-    "merged_surveys",
-    "meta_text",
-    "op_summary",
-    "publish_changelog",
-    "read_ahead",
-    "read_events",
-    "rejected_to_row",
-    "replaced",
-    "text_buckets",
-    "text_buffers",
-    "to_json",
-    "unescape_table",
-    "value_text",
-    "with_spelt",
-]
-
-
-def __getattr__(name: str):  # -> Any (not annotated: the package imports nothing, not even ``typing``)
-    """A name of :data:`__all__`, from its module, imported now if it was not yet."""
-    module = _HOME.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    loaded = importlib.import_module(f"{__name__}.{module}")
-    return loaded if module == name else getattr(loaded, name)
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _NAMES, _MODULES)

@@ -12,7 +12,7 @@ The names other packages import are exported here (``__all__``), each loaded fro
 asked for (PEP 562): importing the package alone loads none of its modules.
 """
 
-import importlib
+from cdclake import lazy_exports
 
 #: Modules of this package exported as themselves.
 _MODULES = ("compact", "ddl", "decode", "maintain", "normalize", "rebuild", "retention", "truncate")
@@ -33,41 +33,5 @@ _NAMES = {
     "rebuild": ("source_batches",),
     "truncate": ("has_truncates",),
 }
-_HOME = {name: module for module, names in _NAMES.items() for name in names} | {m: m for m in _MODULES}
 
-__all__ = [
-    "DECODED_SPARK_DDL",
-    "OCF_BLOCKS",
-    "SchemaPolicyError",
-    "compact",
-    "ddl",
-    "decode",
-    "decode_files",
-    "decode_items",
-    "decode_to_files",
-    "file_pieces",
-    "has_changes",
-    "has_truncates",
-    "maintain",
-    "normalize",
-    "piece_test",
-    "rebuild",
-    "retention",
-    "run_tasks",
-    "source_batches",
-    "truncate",
-    "unsafe_columns",
-]
-
-
-def __getattr__(name: str):  # -> Any (not annotated: the package imports nothing, not even ``typing``)
-    """A name of :data:`__all__`, from its module, imported now if it was not yet."""
-    module = _HOME.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    loaded = importlib.import_module(f"{__name__}.{module}")
-    return loaded if module == name else getattr(loaded, name)
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _NAMES, _MODULES)

@@ -8,7 +8,7 @@ The names other packages import are exported here (``__all__``), each loaded fro
 asked for (PEP 562): importing the package alone loads none of its modules.
 """
 
-import importlib
+from cdclake import lazy_exports
 
 #: Modules of this package exported as themselves.
 _MODULES = ("batches", "health", "html", "index", "models", "views")
@@ -19,31 +19,5 @@ _NAMES = {
     "index": ("record_run",),
     "index_store": ("LocalStore", "open_store"),
 }
-_HOME = {name: module for module, names in _NAMES.items() for name in names} | {m: m for m in _MODULES}
 
-__all__ = [
-    "Health",
-    "LocalStore",
-    "batches",
-    "health",
-    "html",
-    "index",
-    "models",
-    "open_store",
-    "record_run",
-    "sparkline",
-    "views",
-]
-
-
-def __getattr__(name: str):  # -> Any (not annotated: the package imports nothing, not even ``typing``)
-    """A name of :data:`__all__`, from its module, imported now if it was not yet."""
-    module = _HOME.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    loaded = importlib.import_module(f"{__name__}.{module}")
-    return loaded if module == name else getattr(loaded, name)
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _NAMES, _MODULES)

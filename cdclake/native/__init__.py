@@ -27,7 +27,7 @@ The names are exported here (``__all__``), each loaded from its module when firs
 the package alone loads none of its modules.
 """
 
-import importlib
+from cdclake import lazy_exports
 
 #: The public names, by the module of this package that defines them.
 _NAMES = {
@@ -56,50 +56,5 @@ _NAMES = {
     ),
     "value_texts": ("connect_decimals", "epoch_texts", "splice"),
 }
-_HOME = {name: module for module, names in _NAMES.items() for name in names}
 
-__all__ = [
-    "ISO_DATE",
-    "ISO_TIMESTAMP",
-    "KIND_LONG_INTEGER",
-    "SHAPE_BACKSLASH",
-    "SHAPE_BOOLEAN",
-    "SHAPE_INTEGER",
-    "SHAPE_NULL",
-    "SHAPE_NUMBER",
-    "SHAPE_SPELT",
-    "SHAPE_STRING",
-    "NotBuilt",
-    "available",
-    "bracket_counts",
-    "connect_decimals",
-    "crc32_buckets",
-    "disabled",
-    "epoch_texts",
-    "first_bytes",
-    "first_entries",
-    "iso_forms",
-    "judge",
-    "kind_codes",
-    "number_forms",
-    "quoted_forms",
-    "shape_bits",
-    "splice",
-    "split_objects",
-    "text_buffers",
-]
-
-
-def __getattr__(name: str):  # -> Any (not annotated: the package imports nothing, not even ``typing``)
-    """A name of :data:`__all__`, from its module, imported now if it was not yet (and kept: the helpers are
-    called per column, so each is looked up here once)."""
-    module = _HOME.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _NAMES)

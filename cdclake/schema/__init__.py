@@ -7,7 +7,7 @@ The names other packages import are exported here (``__all__``), each loaded fro
 asked for (PEP 562): importing the package alone loads none of its modules.
 """
 
-import importlib
+from cdclake import lazy_exports
 
 #: Modules of this package exported as themselves.
 _MODULES: tuple[str, ...] = ()
@@ -62,64 +62,5 @@ _NAMES = {
         "widens",
     ),
 }
-_HOME = {name: module for module, names in _NAMES.items() for name in names} | {m: m for m in _MODULES}
 
-__all__ = [
-    "ADD_COLUMN",
-    "BINARY",
-    "BOOLEAN",
-    "CREATE_TABLE",
-    "DATE",
-    "DECIMAL_INTEGER",
-    "DEFAULT_POLICY",
-    "DOUBLE",
-    "DROP_COLUMN",
-    "DROP_TABLE",
-    "HISTORY_PROPERTY",
-    "LONG",
-    "MAX_DDL_BYTES",
-    "MAX_EVENT_CHARS",
-    "MAX_QUOTE_CHARS",
-    "MODIFY_COLUMN",
-    "POLICIES",
-    "RENAME_COLUMN",
-    "RENAME_TABLE",
-    "STRING",
-    "TIMESTAMP",
-    "TRUNCATE",
-    "CastError",
-    "ColumnMap",
-    "DdlError",
-    "IncompatibleChange",
-    "SchemaChange",
-    "arrow_type",
-    "canonical_type",
-    "cast",
-    "changes_from_events",
-    "check",
-    "column_map",
-    "evolve_columns",
-    "history_entry",
-    "is_noop",
-    "kind_of",
-    "parse_ddl",
-    "parse_history",
-    "quote_ident",
-    "schema_changes_from_columns",
-    "type_from_engine",
-    "unify",
-    "widens",
-]
-
-
-def __getattr__(name: str):  # -> Any (not annotated: the package imports nothing, not even ``typing``)
-    """A name of :data:`__all__`, from its module, imported now if it was not yet."""
-    module = _HOME.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    loaded = importlib.import_module(f"{__name__}.{module}")
-    return loaded if module == name else getattr(loaded, name)
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _NAMES, _MODULES)

@@ -7,7 +7,7 @@ The names other packages import are exported here (``__all__``), each loaded fro
 asked for (PEP 562): importing the package alone loads none of its modules.
 """
 
-import importlib
+from cdclake import lazy_exports
 
 #: Modules of this package exported as themselves.
 _MODULES = ("seekable_zstd", "stage")
@@ -46,48 +46,5 @@ _NAMES = {
         "stage_source",
     ),
 }
-_HOME = {name: module for module, names in _NAMES.items() for name in names} | {m: m for m in _MODULES}
 
-__all__ = [
-    "GZIP_MAGIC",
-    "STAGED_SUFFIX",
-    "LandingFileError",
-    "Manifest",
-    "StagedFile",
-    "StagingError",
-    "batch_id_for_run",
-    "content_batch_id",
-    "content_size",
-    "maybe_gunzip",
-    "open_staged",
-    "read_landing_bytes",
-    "read_manifest",
-    "read_report",
-    "read_staged_bytes",
-    "read_staged_raw",
-    "s3_client_from_connection",
-    "safe_batch_id",
-    "safe_relative",
-    "seekable_zstd",
-    "sha256_of",
-    "stage",
-    "stage_files",
-    "stage_local",
-    "stage_source",
-    "staged_size",
-    "write_json_atomic",
-    "write_report",
-]
-
-
-def __getattr__(name: str):  # -> Any (not annotated: the package imports nothing, not even ``typing``)
-    """A name of :data:`__all__`, from its module, imported now if it was not yet."""
-    module = _HOME.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    loaded = importlib.import_module(f"{__name__}.{module}")
-    return loaded if module == name else getattr(loaded, name)
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _NAMES, _MODULES)
