@@ -178,10 +178,10 @@ def test_the_check_sees_a_private_import(tmp_path):
 
 def test_the_check_sees_a_private_name_read_through_a_module_alias(tmp_path):
     source = tmp_path / "fake.py"
-    source.write_text("from cdclake.formats import _kafka_connect as kc\n\nkc._hidden(kc.public)\n")
-    modules = {"cdclake.formats._kafka_connect": PACKAGE / "formats" / "_kafka_connect.py"}
+    source.write_text("from cdclake.formats import kafka_connect as kc\n\nkc._hidden(kc.public)\n")
+    modules = {"cdclake.formats.kafka_connect": PACKAGE / "formats" / "kafka_connect.py"}
     found = _private_attributes("cdclake.fake", source, modules)
-    assert found == ["cdclake.fake reads cdclake.formats._kafka_connect._hidden"]
+    assert found == ["cdclake.fake reads cdclake.formats.kafka_connect._hidden"]
 
 
 def _print(shape: Shape) -> None:

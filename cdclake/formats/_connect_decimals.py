@@ -1,6 +1,6 @@
 """Kafka Connect decimals (base64 two's-complement bytes and a scale) converted a column at a time.
 
-The reference converts each value through ``_kafka_connect.happy_path``'s ``decimal``: ``b64decode`` (strict
+The reference converts each value through ``kafka_connect.happy_path``'s ``decimal``: ``b64decode`` (strict
 alphabet), ``int.from_bytes(signed)``, ``Decimal(f"{n}E{-scale}")`` and ``str``. About five microseconds a value
 in Python, and the Debezium bench stream holds 2.6 per event (a tenth of its decode task). Here numpy reads the
 base64 of up to 8 bytes at once and Arrow spells the numbers, or C does both (``cdclake.native.connect_decimals``);

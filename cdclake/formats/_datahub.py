@@ -27,7 +27,7 @@ from cdclake.events.change import ChangeEvent, Rejected, Source
 from cdclake.formats._gg_common import ESCAPED
 from cdclake.formats._json import json_kind, truncation_hint
 from cdclake.formats._json_framing import JsonFraming, JsonLimits, JsonRecord, line_of, scan_records
-from cdclake.formats._kafka_connect import timestamp_from_epoch
+from cdclake.formats.kafka_connect import timestamp_from_epoch
 from cdclake.runtime.limits import MAX_JSON_DEPTH as MAX_DEPTH
 from cdclake.runtime.limits import MAX_RAW_BYTES, MAX_RECORD_BYTES
 

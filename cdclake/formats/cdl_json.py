@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 from msgspec import Raw
 
 from cdclake.events.change import ChangeEvent, Rejected, joined_text, meta_text
-from cdclake.formats import _kafka_connect as kc
+from cdclake.formats import kafka_connect as kc
 from cdclake.formats._datahub import (
     JsonRecord,
     RecordError,
@@ -366,7 +366,7 @@ _Plan = tuple[dict[str, dict[str, dict[str, Any]]], dict[str, dict[str, tuple[ty
 
 def schema_plan(schema: Any) -> _Plan:
     """What decoding a record needs of its schema, worked out once per schema (a CDL message repeats
-    it; :func:`~cdclake.formats._kafka_connect.memoized`): the field schemas of each image, the
+    it; :func:`~cdclake.formats.kafka_connect.memoized`): the field schemas of each image, the
     Python types each field keeps unchanged (:func:`kept_types`), the column type hints."""
     fields = _schema_fields(schema)
     kept = {m: {col: t for col, spec in specs.items() if (t := kept_types(spec))} for m, specs in fields.items()}

@@ -268,7 +268,7 @@ DATE_DAYS, TS_MILLIS, TS_MICROS, TS_NANOS = range(6, 10)
 TEXT_DECIMAL = 10
 #: Text ``str(Decimal(text))`` gives back unchanged (with GoldenGate JSON's respelling rules on top).
 _PLAIN_DECIMAL = r'^"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?"$'
-#: The integer logical kinds by ``(logical kind, units per second)`` (``_kafka_connect.INTEGER_LOGICAL``'s).
+#: The integer logical kinds by ``(logical kind, units per second)`` (``kafka_connect.INTEGER_LOGICAL``'s).
 EPOCH_KINDS = {("date", 0): DATE_DAYS, ("timestamp", 1_000): TS_MILLIS}
 EPOCH_KINDS |= {("timestamp", 1_000_000): TS_MICROS, ("timestamp", 1_000_000_000): TS_NANOS}
 _KIND_OF_KEPT = {(int,): INT, (int, Decimal): FLOAT, (bool,): BOOL, (str,): STR}

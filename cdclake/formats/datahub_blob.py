@@ -37,7 +37,7 @@ from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
 from cdclake.events.change import ChangeEvent, Rejected
-from cdclake.formats import _kafka_connect as kc
+from cdclake.formats import kafka_connect as kc
 from cdclake.formats._datahub import (
     Half,
     JsonRecord,
@@ -370,7 +370,7 @@ _KEPT_TYPES: dict[str, tuple[type, ...]] = {"STRING": (str,), "LONG": (int,), "B
 def schema_plan(schema: dict[str, Any]) -> tuple[dict[str, str], dict[str, tuple[type, ...]], dict[str, str]]:
     """The declared types of a schema's columns, the Python types each keeps unchanged and the
     column type hints: worked out once per schema, which every message repeats
-    (:func:`~cdclake.formats._kafka_connect.memoized`)."""
+    (:func:`~cdclake.formats.kafka_connect.memoized`)."""
     types = _column_types(schema.get("dataColumn"))
     kept = {name: _KEPT_TYPES[t] for name, t in types.items() if t in _KEPT_TYPES}
     return types, kept, {name: COLUMN_TYPES[t] for name, t in types.items() if t in COLUMN_TYPES}

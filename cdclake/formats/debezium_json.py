@@ -10,7 +10,7 @@ envelope as written by Kafka Connect's ``JsonConverter``. User documentation:
   (``JSONDecoder.raw_decode`` in a loop, numbers as ``Decimal``: :mod:`._json_framing`); after a bad record it resumes
   at the next line starting with ``{`` or ``null``, so comment headers and junk lines are
   rejected records and the rest decodes.
-- Values are converted from the envelope's ``schema`` block (:mod:`._kafka_connect`): Decimal
+- Values are converted from the envelope's ``schema`` block (:mod:`.kafka_connect`): Decimal
   bytes, Debezium/Kafka Connect dates, times, timestamps, bytes as base64. Without a schema the
   JSON values are kept as parsed (exact numbers), because nothing says ``19439`` is a date.
 - Ordering: ``seq`` is the source's log position, chosen per record from the first field the
@@ -52,7 +52,7 @@ from msgspec import Raw
 
 from cdclake.events.arrow import DecodedBuilder
 from cdclake.events.change import ChangeEvent, Rejected, Source, joined_text, meta_text, value_text
-from cdclake.formats import _kafka_connect as kc
+from cdclake.formats import kafka_connect as kc
 from cdclake.formats._connect_decimals import connect_decimal_kind
 from cdclake.formats._gg_common import ESCAPED, ByteOffsets, decode_escaping, schema_event_before
 from cdclake.formats._json import json_kind, truncation_hint
@@ -485,7 +485,7 @@ def _schema_columns(
 
 def listed_columns(struct_schema: Any) -> tuple[list[tuple[str, str | None]], frozenset[str] | None] | None:
     """A value schema's columns and their names (None: one cannot name a column); None: no list.
-    Worked out once per schema (:func:`~cdclake.formats._kafka_connect.memoized`)."""
+    Worked out once per schema (:func:`~cdclake.formats.kafka_connect.memoized`)."""
     columns = kc.schema_columns(struct_schema)
     if not columns:
         return None
@@ -633,7 +633,7 @@ class _ColumnPlan:
         self.structs = {image: envelope_fields.get(image) for image in ("before", "after")}
         self.kinds = {image: _kinds(struct) for image, struct in self.structs.items()}
         #: per image, per column of a Connect decimal or an integer date, time or timestamp: the reference's
-        #: conversion of its common case (``_kafka_connect.happy_path``)
+        #: conversion of its common case (``kafka_connect.happy_path``)
         self.happy = {
             image: {n: f for n, spec in (kc.struct_fields(struct) or {}).items() if (f := kc.happy_path(spec))}
             for image, struct in self.structs.items()
@@ -662,7 +662,7 @@ def _kinds(struct: Any) -> dict[str, int]:
 
 def _kind(spec: dict[str, Any]) -> int:
     """A field's kind: a Connect decimal or an integer date or timestamp (the happy path's,
-    ``_kafka_connect.happy_path``), else by the types the reference keeps."""
+    ``kafka_connect.happy_path``), else by the types the reference keeps."""
     if spec.get("name") == kc.CONNECT_DECIMAL and spec.get("type") == "bytes":  # the happy path's decimals
         decimal = connect_decimal_kind(kc.int_param(spec, "scale"))
         if decimal is not None:

@@ -67,7 +67,7 @@ from cdclake.formats._avro_binary import (
     zstd_all_frames,
 )
 from cdclake.formats._json import loads_unique
-from cdclake.formats._kafka_connect import parse_timestamp
+from cdclake.formats.kafka_connect import parse_timestamp
 from cdclake.options import Options
 from cdclake.registry import Decoder, register
 from cdclake.runtime.limits import MAX_BLOCK_BYTES, MAX_FILE_BYTES, MAX_RAW_BYTES, MAX_RECORD_BYTES, MAX_SCHEMA_BYTES

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cdclake.events.change import value_text
-from cdclake.formats import _kafka_connect as kc
+from cdclake.formats import kafka_connect as kc
 from cdclake.formats._connect_decimals import connect_decimal_kind, with_connect_decimals
 
 

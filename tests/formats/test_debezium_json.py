@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cdclake.events.change import ChangeEvent, Rejected, Source, to_json
-from cdclake.formats import _kafka_connect as kc
 from cdclake.formats import debezium_json
+from cdclake.formats import kafka_connect as kc
 from cdclake.formats.debezium_json import DebeziumJsonDecoder
 from cdclake.options import OptionError, Options
 from cdclake.registry import get_decoder

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cdclake.formats import _kafka_connect as kc
+from cdclake.formats import kafka_connect as kc
 
 _FIELDS = [
     {"type": "bytes", "name": kc.CONNECT_DECIMAL, "parameters": {"scale": "2"}, "field": "amount"},

@@ -12,11 +12,11 @@ from cdclake.formats import (
     _datahub,
     _gg_avro,
     _gg_common,
-    _kafka_connect,
     debezium_json,
     goldengate_delimited,
     goldengate_json,
     goldengate_xml,
+    kafka_connect,
     qlik_avro,
 )
 from cdclake.registry import format_ids
@@ -114,8 +114,8 @@ def test_limits_come_from_one_place() -> None:
     assert _gg_avro.MAX_BLOCK_BYTES == qlik_avro.MAX_BLOCK_BYTES == limits.MAX_BLOCK_BYTES
     assert _gg_avro.MAX_TYPE_DEPTH == limits.MAX_AVRO_TYPE_DEPTH
     assert qlik_avro.MAX_TYPE_DEPTH == limits.MAX_QLIK_TYPE_DEPTH
-    assert _kafka_connect.MAX_DECIMAL_BYTES == limits.MAX_DECIMAL_BYTES
-    assert _kafka_connect.MAX_DECIMAL_CHARS == limits.MAX_DECIMAL_CHARS
+    assert kafka_connect.MAX_DECIMAL_BYTES == limits.MAX_DECIMAL_BYTES
+    assert kafka_connect.MAX_DECIMAL_CHARS == limits.MAX_DECIMAL_CHARS
 
 
 def test_command_line_exit_codes_on_hostile_input(tmp_path: Path) -> None:
