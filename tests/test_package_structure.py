@@ -83,6 +83,10 @@ def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
 def measure() -> Shape:
     modules = _modules()
     shape = Shape()
@@ -94,12 +98,10 @@ def measure() -> Shape:
                 target = _target(module, path, node)
                 for alias in node.names:
                     sub = f"{target}.{alias.name}"
-                    if sub in modules:
-                        edges[module].add(sub)
-                    elif target in modules:
-                        edges[module].add(target)
-                        if alias.name.startswith("_") and not alias.name.startswith("__"):
-                            shape.private_imports.append(f"{module} imports {target}.{alias.name}")
+                    edges[module].add(sub if sub in modules else target)
+                    # a private name, or a private module imported by name (``from pkg import _mod``)
+                    if (target in modules or sub in modules) and _is_private(alias.name):
+                        shape.private_imports.append(f"{module} imports {target}.{alias.name}")
             elif isinstance(node, ast.Import):
                 edges[module].update(a.name for a in node.names if a.name in modules)
             elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -184,6 +186,20 @@ def test_the_check_sees_a_private_name_read_through_a_module_alias(tmp_path):
     assert found == ["cdclake.fake reads cdclake.formats.kafka_connect._hidden"]
 
 
+def _code_lines(path: Path) -> int:
+    """Lines holding code: not blank, not only a comment, not in a docstring."""
+    source = path.read_text()
+    docs: set[int] = set()
+    for node in ast.walk(ast.parse(source)):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
+            value = body[0].value
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                docs.update(range(body[0].lineno, body[0].end_lineno + 1))
+    lines = source.splitlines()
+    return sum(1 for i, line in enumerate(lines, 1) if i not in docs and line.strip()[:1] not in ("", "#"))
+
+
 def _print(shape: Shape) -> None:
     for name in ("private_imports", "cycles", "root_modules", "long_functions", "twins"):
         items = getattr(shape, name)
@@ -192,6 +208,7 @@ def _print(shape: Shape) -> None:
             print(f"    {item}")
     lines = sum(len(p.read_text().splitlines()) for p in _modules().values())
     print(f"product lines (cdclake/ without bench/): {lines}")
+    print(f"  of which code (no blank, comment-only or docstring lines): {sum(map(_code_lines, _modules().values()))}")
 
 
 if __name__ == "__main__":
