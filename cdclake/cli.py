@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from cdclake.events.change import Rejected, to_json
 from cdclake.options import OptionError, Options
-from cdclake.registry import format_ids, get_decoder
+from cdclake.registry import get_decoder
 from cdclake.staging.reading import LandingFileError, read_landing_bytes
 
 EXIT_OK, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
@@ -254,7 +254,3 @@ def _show(args: argparse.Namespace) -> int:
     for row in rows:
         sys.stdout.write(to_json(row) + "\n")
     return EXIT_OK
-
-
-def _known_formats() -> str:  # used in help texts of other commands
-    return ", ".join(format_ids())

@@ -237,14 +237,6 @@ REJECT_SCHEMA = pa.schema(
     ]
 )
 
-#: The same layouts as Spark DDL strings (for mapInArrow and readers).
-EVENT_SPARK_DDL = (
-    "table string, op string, seq string, event_ts timestamp, tx_id string, tx_pos bigint, "
-    "tx_last boolean, keys array<string>, before map<string,string>, after map<string,string>, "
-    "ddl string, meta string, source_file string, source_offset bigint"
-)
-REJECT_SPARK_DDL = "error string, source_file string, source_offset bigint, raw binary"
-
 
 def _decimal_text(value: Decimal) -> str:
     return str(value) if value.is_finite() else json.dumps(str(value))
@@ -342,25 +334,6 @@ def event_to_row(event: ChangeEvent) -> dict[str, Any]:
         "source_file": event.source.file,
         "source_offset": event.source.offset,
     }
-
-
-def event_from_row(row: dict[str, Any]) -> ChangeEvent:
-    """Inverse of :func:`event_to_row`."""
-    return ChangeEvent(
-        table=row["table"],
-        op=row["op"],
-        seq=row["seq"],
-        event_ts=row["event_ts"],
-        source=Source(row["source_file"], row["source_offset"]),
-        tx_id=row.get("tx_id"),
-        tx_pos=row.get("tx_pos"),
-        tx_last=row.get("tx_last"),
-        keys=row.get("keys"),
-        before=image_from_text(row.get("before")),
-        after=image_from_text(row.get("after")),
-        ddl=None if row.get("ddl") is None else from_json(row["ddl"]),
-        meta=from_json(row["meta"]) if row.get("meta") else {},
-    )
 
 
 def rejected_to_row(rejected: Rejected) -> dict[str, Any]:
