@@ -11,49 +11,22 @@ import pyarrow as pa
 
 from cdclake.compaction.lineage import table_properties
 from cdclake.lake.naming import SOURCE_TABLE_PROPERTY
-from cdclake.schema.coltypes import arrow_type, canonical_type, quote_ident
+from cdclake.schema.coltypes import arrow_type, canonical_type, layout_schema, quote_ident
 
 if TYPE_CHECKING:
     from cdclake.jobs.layout import TableLayout
 
 META_DDL = "_cdc_op string, _cdc_seq string, _cdc_ts timestamp, _cdc_batch string, _cdc_bucket int, _cdc_key string"
-META_NAMES = ["_cdc_op", "_cdc_seq", "_cdc_ts", "_cdc_batch", "_cdc_bucket", "_cdc_key"]
 #: The hidden columns as Arrow types (the driver's rows of a lake table end with them).
-META_SCHEMA = pa.schema(
-    [
-        ("_cdc_op", pa.string()),
-        ("_cdc_seq", pa.string()),
-        ("_cdc_ts", pa.timestamp("us", tz="UTC")),
-        ("_cdc_batch", pa.string()),
-        ("_cdc_bucket", pa.int32()),
-        ("_cdc_key", pa.string()),
-    ]
-)
+META_SCHEMA = layout_schema(META_DDL)
+META_NAMES = META_SCHEMA.names
 LOG_SUFFIX = "__changes"
 LOG_DDL = (
     "_key string, _old_key string, _cdc_bucket int, _role string, op string, seq string, event_ts timestamp, "
     "tx_id string, tx_pos bigint, before map<string,string>, after map<string,string>, meta string, "
     "source_file string, source_offset bigint, _cdc_batch string"
 )
-LOG_SCHEMA = pa.schema(
-    [
-        ("_key", pa.string()),
-        ("_old_key", pa.string()),
-        ("_cdc_bucket", pa.int32()),
-        ("_role", pa.string()),
-        ("op", pa.string()),
-        ("seq", pa.string()),
-        ("event_ts", pa.timestamp("us", tz="UTC")),
-        ("tx_id", pa.string()),
-        ("tx_pos", pa.int64()),
-        ("before", pa.map_(pa.string(), pa.string())),
-        ("after", pa.map_(pa.string(), pa.string())),
-        ("meta", pa.string()),
-        ("source_file", pa.string()),
-        ("source_offset", pa.int64()),
-        ("_cdc_batch", pa.string()),
-    ]
-)
+LOG_SCHEMA = layout_schema(LOG_DDL)
 ROUTED_SCHEMA = LOG_SCHEMA.append(pa.field("_error", pa.string()))
 TRUNCATE_BUCKET = -1
 #: Table property: "1" when every row has its ``_cdc_key`` (set at creation, or after one full rewrite).
@@ -66,16 +39,7 @@ HISTORY_META_DDL = (
     "valid_from timestamp, valid_to timestamp, is_current boolean, _cdc_op string, _cdc_seq string, "
     "_cdc_ts timestamp, _cdc_batch string, _cdc_bucket int"
 )
-HISTORY_META_NAMES = [
-    "valid_from",
-    "valid_to",
-    "is_current",
-    "_cdc_op",
-    "_cdc_seq",
-    "_cdc_ts",
-    "_cdc_batch",
-    "_cdc_bucket",
-]
+HISTORY_META_NAMES = layout_schema(HISTORY_META_DDL).names
 
 
 def table_schema(columns: list[tuple[str, str]]) -> pa.Schema:

@@ -35,7 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cdclake.compaction.folding import alias_names, out_schema
-from cdclake.compaction.lake_tables import META_DDL, sql_string, table_ddl
+from cdclake.compaction.lake_tables import META_DDL, META_NAMES, sql_string, table_ddl
 from cdclake.events.change import from_json
 from cdclake.schema.coltypes import arrow_type, cast
 
@@ -163,7 +163,6 @@ def typed_rows(batches: Iterator[pa.RecordBatch], columns: list[tuple[str, str]]
     """Cast the chosen text values (``cast(from_json(text))``, as the reference model types them);
     rows of gone keys become ``gone`` markers; one ``stats`` row per Arrow batch carries the counts."""
     schema = _out_schema_aliased(columns)
-    meta = ["_cdc_op", "_cdc_seq", "_cdc_ts", "_cdc_batch", "_cdc_bucket", "_cdc_key"]
     for batch in batches:
         gone = batch.column("_gone")
         arrays = []
@@ -173,7 +172,7 @@ def typed_rows(batches: Iterator[pa.RecordBatch], columns: list[tuple[str, str]]
             arrays.append(pa.array(values, arrow_type(type_name)))
         kinds = pc.if_else(gone, "gone", "row")
         table = pa.Table.from_arrays(
-            [*arrays, *(batch.column(m) for m in meta), kinds, pa.nulls(batch.num_rows, pa.string())], schema=schema
+            [*arrays, *map(batch.column, META_NAMES), kinds, pa.nulls(batch.num_rows, pa.string())], schema=schema
         )
         info = {
             "applied": pc.sum(batch.column("_applied")).as_py() or 0,

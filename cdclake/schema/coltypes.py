@@ -102,6 +102,12 @@ def arrow_type(type_name: str) -> pa.DataType:
     }[type_name]
 
 
+def layout_schema(ddl: str) -> pa.Schema:
+    """One of cdclake's own layouts (change log, hidden columns), stated once as Spark DDL, as an Arrow schema."""
+    extra = {"int": pa.int32(), "map<string,string>": pa.map_(pa.string(), pa.string())}
+    return pa.schema([(name, extra.get(t) or arrow_type(t)) for name, t in (c.split(" ") for c in ddl.split(", "))])
+
+
 def type_from_engine(type_text: Any) -> str:
     """Our type name for a Spark (``bigint``) or pyiceberg (``long``) type of an existing column."""
     text = str(type_text).lower().replace(" ", "")
