@@ -71,7 +71,6 @@ LINE_FORMATS = frozenset(
 XML_FORMATS = frozenset({"goldengate-xml"})
 AVRO_FORMATS = frozenset({"goldengate-avro-row", "goldengate-avro-op", "qlik-avro"})
 OCF_MAGIC = b"Obj\x01"
-SYNC_SIZE = 16
 _STEPS = ("decode", "normalize", "compact", "ddl")
 #: How a reader failure names its record: "record 3 of 10 in block 0" (GoldenGate), "... in OCF block 0" (Qlik).
 _RECORD_OF = re.compile(r"record (\d+) of (\d+) in (?:OCF )?block")

@@ -24,7 +24,7 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, cast
 
-from cdclake.events.change import ChangeEvent, Source
+from cdclake.events.change import ChangeEvent
 from cdclake.formats._timestamps import from_match
 from cdclake.options import OptionError, Options
 from cdclake.runtime.limits import MAX_RAW_BYTES, MAX_SCHEMA_BYTES
@@ -591,35 +591,19 @@ class LayoutTracker:
     def __init__(self) -> None:
         self._seen: dict[str, tuple[tuple[str, str], ...]] = {}
 
-    def check(
-        self,
-        table: str,
-        layout: Layout,
-        keys: list[str] | None,
-        seq: str | None,
-        event_ts: dt.datetime | None,
-        source: Source,
-    ) -> ChangeEvent | None:
+    def check(self, layout: Layout, row: ChangeEvent) -> ChangeEvent | None:
+        """The ``SCHEMA`` event to put before ``row`` (read with ``layout``), or None when it is announced."""
         signature = tuple((c.name, c.type) for c in layout.columns)
-        if self._seen.get(table) == signature:
+        if self._seen.get(row.table) == signature:
             return None
-        self._seen[table] = signature
+        self._seen[row.table] = signature
         ddl: dict[str, Any] = {
             "columns": [{"name": c.name, "type": c.type} for c in layout.columns],
-            "keys": list(keys or []),
+            "keys": list(row.keys or []),
         }
         if layout.version:
             ddl["version"] = layout.version
-        return ChangeEvent(
-            table=table,
-            op="SCHEMA",
-            seq=seq,
-            event_ts=event_ts,
-            source=source,
-            keys=keys,
-            ddl=ddl,
-            meta={"column_source": layout.source},
-        )
+        return schema_event_before(row, row.keys, ddl, {"column_source": layout.source})
 
 
 def schema_event_before(

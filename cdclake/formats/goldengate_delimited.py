@@ -268,7 +268,7 @@ class GoldenGateDelimitedDecoder(Decoder):
         )
         events = []
         if layout is not None:
-            announced = self.layouts.check(table, layout, keys, seq, event_ts, source)
+            announced = self.layouts.check(layout, row)
             if announced is not None:
                 events.append(announced)
         return _Record(events, row, raw, pos)

@@ -252,25 +252,20 @@ class GoldenGateXmlDecoder(Decoder):
             meta["extra"] = extra
         keys = self.keys or layout.keys() or None
         seq = pos_to_seq(pos)
-        events = []
-        announced = self.layouts.check(table, layout, keys, seq, event_ts, source)
-        if announced is not None:
-            events.append(announced)
         truncate = op == "TRUNCATE"
-        events.append(
-            ChangeEvent(
-                table=table,
-                op=op,
-                seq=seq,
-                event_ts=event_ts,
-                source=source,
-                keys=keys,
-                before=None if truncate or not images["before"] else images["before"],
-                after=None if truncate or not images["after"] else images["after"],
-                meta=meta,
-            )
+        row = ChangeEvent(
+            table=table,
+            op=op,
+            seq=seq,
+            event_ts=event_ts,
+            source=source,
+            keys=keys,
+            before=None if truncate or not images["before"] else images["before"],
+            after=None if truncate or not images["after"] else images["after"],
+            meta=meta,
         )
-        return events
+        announced = self.layouts.check(layout, row)
+        return [row] if announced is None else [announced, row]
 
     def _header(self, root: ET.Element) -> tuple[str, str, str, str, dt.datetime] | str:
         """The operation's (table, op, pos, ts, event_ts) from the root's attributes; a str saying why not."""
