@@ -22,7 +22,7 @@ from typing import Any
 
 from airflow.sdk import BaseNotifier
 
-from cdclake.airflow.dates import START_DATE
+from cdclake.airflow.dates import DAG_DEFAULTS
 from cdclake.monitoring.health import Health
 from cdclake.runtime.settings import Settings
 from cdclake.runtime.sources import SourceConfig
@@ -151,9 +151,7 @@ def build_health_dag(sources: dict[str, SourceConfig], notifiers: Sequence[Any] 
     with DAG(
         dag_id="cdc_health",
         schedule=HEALTH_SCHEDULE,
-        start_date=START_DATE,
-        catchup=False,
-        max_active_runs=1,
+        **DAG_DEFAULTS,
         tags=["cdclake", "health"],
         doc_md="Fails a source's task when it is failing, late or quarantining beyond the `health` thresholds "
         "of the sources config; the task's failure callbacks (notifiers) alert. See docs/monitoring.md.",

@@ -35,7 +35,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from cdclake.airflow.dates import START_DATE
+from cdclake.airflow.dates import DAG_DEFAULTS
 from cdclake.runtime.settings import REPO_ROOT, Settings
 from cdclake.runtime.sources import SourceConfig, load_sources
 from cdclake.staging.batch import Manifest, safe_batch_id
@@ -327,9 +327,7 @@ def _ingest_dag_args(source: SourceConfig, notifiers: list[Any] | None) -> dict[
     return {
         "dag_id": f"cdc_{source.name}",
         "schedule": source.schedule,
-        "start_date": START_DATE,
-        "catchup": False,
-        "max_active_runs": 1,
+        **DAG_DEFAULTS,
         "tags": ["cdclake", source.format],
         "params": ingest_params(),
         "doc_md": (
@@ -456,9 +454,7 @@ def build_rebuild_dag(sources: dict[str, SourceConfig], settings: Settings):
     with DAG(
         dag_id="cdc_rebuild",
         schedule=None,
-        start_date=START_DATE,
-        catchup=False,
-        max_active_runs=1,
+        **DAG_DEFAULTS,
         tags=["cdclake", "rebuild"],
         params={
             "source": Param(names[0], type="string", enum=names, description="Source whose tables are rebuilt"),
@@ -523,9 +519,7 @@ def build_maintenance_dag(sources: dict[str, SourceConfig], settings: Settings):
     with DAG(
         dag_id="cdc_maintenance",
         schedule="@daily",
-        start_date=START_DATE,
-        catchup=False,
-        max_active_runs=1,
+        **DAG_DEFAULTS,
         tags=["cdclake", "maintenance"],
         params={
             "sources": Param(names, type="array", items={"type": "string", "enum": names}, description="Sources"),
