@@ -23,7 +23,7 @@ from cdclake.compaction.driver_io import (
     table_events,
     to_frame,
 )
-from cdclake.compaction.lake_tables import LOG_DDL, LOG_SUFFIX, ROUTED_SCHEMA
+from cdclake.compaction.lake_tables import LOG_DDL, LOG_SUFFIX, ROUTED_DDL, ROUTED_SCHEMA
 from cdclake.compaction.lineage import snapshot_info
 from cdclake.compaction.publish import unshuffled
 from cdclake.compaction.routing import route_events
@@ -60,8 +60,6 @@ class RoutedBatch:
 
     #: routed in the driver: ``good_arrow`` and ``key_set`` are in hand; else ``good`` is a Spark frame
     in_driver: bool
-    #: the bulk path (a batch over the driver fold's bound, at native speed in the driver)
-    bulk: bool
     #: the bound of every driver read of this batch's merge (raised to the bulk bound on the bulk path)
     limit: int
     quarantined: int
@@ -111,7 +109,7 @@ def route_batch(spark, batch_dir: Path, batch_id: str, source_table: str, target
         is_error = pc.is_valid(routed_arrow["_error"])
         quarantined = pc.sum(is_error).as_py() or 0
         if quarantined:
-            errors_frame = to_frame(spark, routed_arrow.filter(is_error), LOG_DDL + ", _error string")
+            errors_frame = to_frame(spark, routed_arrow.filter(is_error), ROUTED_DDL)
             write_quarantine(errors_frame, quarantine_dir)
         good_arrow = routed_arrow.filter(pc.invert(is_error)) if quarantined else routed_arrow  # no copy: most
         good_arrow = good_arrow.drop_columns(["_error"])
@@ -119,7 +117,6 @@ def route_batch(spark, batch_dir: Path, batch_id: str, source_table: str, target
         key_set = set(pc.unique(named).drop_null().to_pylist())
         return RoutedBatch(
             in_driver=True,
-            bulk=bulk_limit is not None,
             limit=limit,
             quarantined=quarantined,
             has_good=good_arrow.num_rows > 0,
@@ -129,9 +126,8 @@ def route_batch(spark, batch_dir: Path, batch_id: str, source_table: str, target
         )
     routed_dir = batch_dir / "routed" / target.identifier
     events = batch_events(spark, batch_dir / "changelog", source_table)
-    events.mapInArrow(
-        lambda it: route_events(it, keys, types, buckets, batch_id, cmap), LOG_DDL + ", _error string"
-    ).write.mode("overwrite").parquet(str(routed_dir))
+    routing = events.mapInArrow(lambda it: route_events(it, keys, types, buckets, batch_id, cmap), ROUTED_DDL)
+    routing.write.mode("overwrite").parquet(str(routed_dir))
     routed = spark.read.parquet(str(routed_dir))
     # one job counts what three did: the quarantined rows, the good ones, and the batch's truncates
     # (logged by the truncate step; routing drops them, so they are counted on the events)
@@ -151,7 +147,6 @@ def route_batch(spark, batch_dir: Path, batch_id: str, source_table: str, target
         write_quarantine(routed.where("_error IS NOT NULL"), quarantine_dir)
     return RoutedBatch(
         in_driver=False,
-        bulk=False,
         limit=limit,
         quarantined=tally["bad"],
         has_good=tally["good"] > 0,

@@ -27,7 +27,9 @@ LOG_DDL = (
     "source_file string, source_offset bigint, _cdc_batch string"
 )
 LOG_SCHEMA = layout_schema(LOG_DDL)
-ROUTED_SCHEMA = LOG_SCHEMA.append(pa.field("_error", pa.string()))
+#: The change log's rows as routing writes them: with the reason a row is quarantined (NULL: a good row).
+ROUTED_DDL = LOG_DDL + ", _error string"
+ROUTED_SCHEMA = layout_schema(ROUTED_DDL)
 TRUNCATE_BUCKET = -1
 #: Table property: "1" when every row has its ``_cdc_key`` (set at creation, or after one full rewrite).
 ROW_KEYS_PROPERTY = "cdclake.row-keys"
