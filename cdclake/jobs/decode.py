@@ -28,8 +28,6 @@ import pyarrow as pa
 from cdclake.events.arrow import DECODED_FILE_SCHEMA, DecodedBuilder
 from cdclake.events.batch import TaskSurvey
 from cdclake.events.change import (
-    EVENT_SCHEMA,
-    REJECT_SCHEMA,
     ChangeEvent,
     Rejected,
     Source,
@@ -68,9 +66,6 @@ _OCF_HEADER_BYTES = 16 * 1024**2
 #: :func:`piece_test`'s answer for Avro object container files: cut at block starts.
 OCF_BLOCKS = "ocf-blocks"
 
-DECODED_SCHEMA = pa.schema(
-    [pa.field("kind", pa.string())] + list(EVENT_SCHEMA) + [f for f in REJECT_SCHEMA if f.name in ("error", "raw")]
-)
 DECODED_SPARK_DDL = (
     "kind string, table string, op string, seq string, event_ts timestamp, tx_id string, tx_pos bigint, "
     "tx_last boolean, keys array<string>, before map<string,string>, after map<string,string>, "
@@ -131,7 +126,7 @@ def decode_files(
     files: list[tuple[str, str]] | list[tuple[str, str, int, int | None]],
     state_path: str | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """:func:`decode_items` as row dicts of :data:`DECODED_SCHEMA` (for tools and tests; the
+    """:func:`decode_items` as row dicts of :data:`DECODED_SPARK_DDL` (for tools and tests; the
     decode task builds Arrow columns directly)."""
     for kind, item, base in decode_items(format_id, options, files, state_path):
         if kind == "skipped":
