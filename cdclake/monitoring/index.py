@@ -36,6 +36,8 @@ log = logging.getLogger(__name__)
 INDEX_VERSION = 1
 #: Batches kept per table (and source) in the summary for the trend charts.
 TREND_POINTS = 30
+#: What a trend point lists (a list, not an object: the summary stays small), in its order.
+TREND_FIELDS = ("batch_id", "finished_at", "applied", "stale", "quarantined", "lag_seconds", "wall_seconds")
 #: Batches per history document.
 SEGMENT = 100
 #: Reason kinds kept per table / source (the most frequent; the rest are counted as "other").
@@ -270,7 +272,10 @@ class SourceIndex:
         return True
 
     @staticmethod
-    def _trend(holder: dict[str, Any], point: list[Any]) -> None:
+    def _trend(holder: dict[str, Any], record: dict[str, Any], counts: dict[str, Any]) -> None:
+        """The batch's point (:data:`TREND_FIELDS`: the counts from ``counts``) replaces or ends ``holder``'s trend."""
+        numbers = [counts.get(name) for name in TREND_FIELDS[2:-1]]
+        point = [record["batch_id"], record.get("finished_at"), *numbers, record.get("wall_seconds")]
         trend = [p for p in holder.get("trend", []) if p[0] != point[0]]
         holder["trend"] = [*trend, point][-TREND_POINTS:]
 
@@ -284,18 +289,7 @@ class SourceIndex:
         source_entry["reasons"] = [r for r in record.get("reasons") or [] if r.get("table") is None]
         new = self._append(f"{self.source}/batches", s, source_entry)
         s["last"] = source_entry
-        self._trend(
-            s,
-            [
-                batch_id,
-                record.get("finished_at"),
-                record.get("applied"),
-                record.get("stale"),
-                record.get("quarantined"),
-                None,
-                record.get("wall_seconds"),
-            ],
-        )
+        self._trend(s, record, {k: record.get(k) for k in ("applied", "stale", "quarantined")})  # a source has no lag
         if new:
             for r in source_entry["reasons"]:
                 _add_reasons(s["reasons"], r["step"], r["reason"], r["count"], batch_id)
@@ -326,18 +320,7 @@ class SourceIndex:
                 holder["schema_version"] = row["schema_version"]
             holder["total_applied"] += row.get("applied") or 0
             holder["total_quarantined"] += row.get("quarantined") or 0
-            self._trend(
-                holder,
-                [
-                    batch_id,
-                    record.get("finished_at"),
-                    row.get("applied"),
-                    row.get("stale"),
-                    row.get("quarantined"),
-                    row.get("lag_seconds"),
-                    record.get("wall_seconds"),
-                ],
-            )
+            self._trend(holder, record, row)
             if table_new:
                 for r in reasons:
                     _add_reasons(holder["reasons"], r["step"], r["reason"], r["count"], batch_id)

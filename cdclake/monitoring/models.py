@@ -14,10 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from cdclake.monitoring import health
-from cdclake.monitoring.index import SEGMENT
+from cdclake.monitoring.index import SEGMENT, TREND_FIELDS
 from cdclake.runtime.sources import HealthThresholds, SourceConfig
 
 _REPLAYABLE = {"decode", "normalize", "compact"}
+
+
+def _series(points: list[list[Any]], names: tuple[str, ...]) -> dict[str, list[Any]]:
+    """The named members of a trend's points, one list each (see :data:`TREND_FIELDS`)."""
+    return {name: [p[TREND_FIELDS.index(name)] for p in points] for name in names}
 
 
 def _limits(config: dict[str, SourceConfig], source: str) -> HealthThresholds:
@@ -50,11 +55,7 @@ def overview(
                     **{k: last.get(k) for k in ("applied", "stale", "quarantined", "lag_seconds", "status")},
                     "batches": entry.get("batches"),
                     "schema_version": entry.get("schema_version"),
-                    "trend": {
-                        "applied": [p[2] for p in trend],
-                        "quarantined": [p[4] for p in trend],
-                        "lag_seconds": [p[5] for p in trend],
-                    },
+                    "trend": _series(trend, ("applied", "quarantined", "lag_seconds")),
                 }
             )
         verdict = health.source_health(summary, states, limits, now)
@@ -136,14 +137,7 @@ def table_detail(
         "total_applied": entry.get("total_applied"),
         "total_quarantined": entry.get("total_quarantined"),
         "schema_version": entry.get("schema_version"),
-        "trend": {
-            "batch_id": [p[0] for p in trend],
-            "applied": [p[2] for p in trend],
-            "stale": [p[3] for p in trend],
-            "quarantined": [p[4] for p in trend],
-            "lag_seconds": [p[5] for p in trend],
-            "wall_seconds": [p[6] for p in trend],
-        },
+        "trend": _series(trend, tuple(name for name in TREND_FIELDS if name != "finished_at")),
         "page": page,
         "pages": max((entry.get("batches", 0) + SEGMENT - 1) // SEGMENT, 1),
         "history": history,
