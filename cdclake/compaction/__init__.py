@@ -3,12 +3,12 @@
 - :mod:`~cdclake.compaction.lake_tables`: the tables (current rows, change log, SCD2 history), their
   DDL and creation;
 - :mod:`~cdclake.compaction.fold`: the merge semantics' interface (:class:`Fold`) and every fold of it side by
-  side (:data:`FOLDS`: the reference, the driver's Arrow fold, the workers' Spark SQL fold, row state);
+  side (:data:`FOLDS`: the reference, the Arrow fold in the driver and on the workers, row state);
 - :mod:`~cdclake.compaction.routing`: which events a batch folds and on which worker (typing and keying
   column-wise through :mod:`~cdclake.compaction.arrow_typing`);
 - :mod:`~cdclake.compaction.folding`: what a merge means (the refold, SCD2 versions), Arrow in and out;
-  its fast forms: :mod:`~cdclake.compaction.arrow_fold` (the driver), :mod:`~cdclake.compaction.native_fold`
-  (Spark SQL), :mod:`~cdclake.compaction.row_state` (in-order keys onto their rows);
+  its fast forms: :mod:`~cdclake.compaction.arrow_fold` (Arrow and numpy, in the driver and on the workers),
+  :mod:`~cdclake.compaction.row_state` (in-order keys onto their rows);
 - :mod:`~cdclake.compaction.strategy`: merge-on-read or bucket overwrite, and which buckets (maintenance);
 - :mod:`~cdclake.compaction.driver_io`: the driver path's reads (pyarrow, pyiceberg through
   :mod:`~cdclake.compaction.driver_read`) and commits (:mod:`~cdclake.compaction.row_delta`);
@@ -66,7 +66,6 @@ _NAMES = {
         "snapshot_info",
         "table_properties",
     ),
-    "native_fold": ("fold_native",),
     "publish": ("SNAPSHOT_PROPERTY_CONF", "branch_name", "is_conflict"),
     "routing": ("linked_in_driver", "prepared_rows", "route_events"),
     "row_delta": (

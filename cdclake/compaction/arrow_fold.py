@@ -1,13 +1,30 @@
-"""The native fold in the driver: keys without key changes, folded over Arrow and numpy.
+"""The fast fold over Arrow and numpy: keys without key changes, folded in closed form; the driver runs it, and
+so does each Python worker of the workers' fold (``spark_fold``, one bucket at a time).
 
-The same closed form as :mod:`cdclake.compaction.native_fold` (its docstring gives the rules), for
-the batches the driver holds (``CDCLAKE_DRIVER_BULK_ROWS``). One stable sort by key and order, then
-every rule is a vector operation over the sorted events, and each key's answer is the last (or
-first) flagged event of its run. Spark computes the same with a shuffle, a window and a Python
-pass per table, seconds of job latency for a 30k-event table; here it takes milliseconds plus the
-cast of the chosen values. A key-change component that is one chain of this batch's events folds as
-one key under its last key (:func:`chain_keys`); other components still go through ``fold_part`` (the
-reference model), as on the workers. ``tests/compaction/test_arrow_fold.py`` holds both to ``fold_part``.
+:func:`cdclake.merge.refold` applies a key's logged events one by one in order. For a key that no
+key change touches, that loop has a closed form, computed here with vector operations (no Python per event):
+
+- the *reset* is the key's last INSERT / UPSERT / DELETE (every event below the truncate
+  watermark left out);
+- the row is gone when the last event is a DELETE (or no event is left);
+- each column is the value of the last event at or after the reset (after it, for a DELETE) whose
+  after image has the column (a partial update leaves the others alone); failing that, when the reset
+  is a DELETE or there is none, the before image of the first event after it (an UPDATE onto no row
+  starts from its before image); else NULL;
+- ``_cdc_op`` / ``_cdc_seq`` / ``_cdc_ts`` / ``_cdc_batch`` are the last event's.
+
+The values stay JSON text through the fold (choosing a value needs no type); only the chosen ones are cast
+(``arrow_typing.typed_values``), each typed exactly as the reference model types it. Applied / stale counts follow
+:func:`refold`: an event of this batch is stale when it is below the watermark or older than an event of another
+batch for its key; an event logged twice (same batch, file, offset, seq and op: a batch re-run after snapshot
+expiry appends its rows again) counts once, as :func:`refold` counts it. Ties in order fall to the batch, then the
+op, so that copies of one event sit together and every run orders a key's events alike.
+
+One stable sort by key and order, then every rule is a vector operation over the sorted events, and each key's
+answer is the last (or first) flagged event of its run. A key-change component that is one chain of this batch's
+events folds as one key under its last key (:func:`chain_keys`); other components still go through ``fold_part``
+(the reference model). ``tests/compaction/test_arrow_fold.py`` and the fold parity suite
+(``tests/compaction/test_fold_differential.py``) hold it to ``fold_part``.
 """
 
 from __future__ import annotations
@@ -23,10 +40,11 @@ from cdclake import native
 from cdclake.compaction.arrow_typing import typed_values
 from cdclake.compaction.folding import fold_part, out_schema
 from cdclake.compaction.lake_tables import META_NAMES, table_schema
-from cdclake.compaction.native_fold import RESET_OPS
 from cdclake.events.arrow_tables import ChunkedTake
 from cdclake.schema.evolution import ColumnMap
 
+#: The ops that reset a key: its row starts again from the event (a DELETE: from nothing).
+RESET_OPS = ("INSERT", "UPSERT", "DELETE")
 #: A key's events in the reference's order (seq, file, offset), ties by batch; then op, so that every copy of a
 #: logged event (one identity: batch, file, offset, seq, op) sits next to the others, whatever the log's order.
 _ORDER = ("_key", "_seq", "source_file", "source_offset", "_cdc_batch", "op")

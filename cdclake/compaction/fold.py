@@ -10,8 +10,8 @@ inputs:
 - :class:`ReferenceFold`: ``merge.refold`` event by event (Arrow in and out through ``folding.fold_part``);
 - :class:`ArrowFold`: the driver's fold over Arrow and numpy (``arrow_fold.fold_driver``; a key-change
   component it cannot fold as one chain goes to the reference);
-- :class:`SparkSqlFold`: the workers' fold in Spark SQL (``native_fold.fold_native``), each key-change
-  component by the reference, as ``spark_fold.fold_on_workers`` splits them;
+- :class:`WorkersFold`: the same Arrow fold on Spark's Python workers, one bucket (or key-change component's
+  home) at a time (``spark_fold.fold_parts``), as ``spark_fold.fold_on_workers`` runs it;
 - :class:`RowStateFold`: a batch's in-order keys applied onto their current rows (``row_state``,
   ``merge.apply_events``), every other key by another fold, as ``driver_merge`` composes them.
 
@@ -30,8 +30,9 @@ import pyarrow.compute as pc
 from cdclake.compaction.arrow_fold import fold_driver
 from cdclake.compaction.folding import fold_part, with_names
 from cdclake.compaction.lake_tables import LOG_DDL
-from cdclake.compaction.native_fold import fold_native
+from cdclake.compaction.routing import component_homes
 from cdclake.compaction.row_state import candidate_keys, fold_onto_rows, in_order_keys
+from cdclake.compaction.spark_fold import fold_parts, with_event_part
 from cdclake.schema.evolution import ColumnMap
 
 
@@ -115,34 +116,30 @@ def _keys_of(log: pa.Table, keys: set[str], inside: bool = True) -> pa.Table:
     return log.filter(found if inside else pc.invert(found))
 
 
-class SparkSqlFold:
-    """The workers' fold: keys outside key-change components in Spark SQL (``native_fold.fold_native``), each
-    component by the reference; a column map with renamed or dropped columns: the reference throughout (as
-    ``spark_fold.fold_on_workers`` chooses). ``spark``: the session (default: the active one)."""
+class WorkersFold:
+    """The workers' fold: the log as a Spark frame, each ``_cdc_part`` (a bucket, or a key-change component's
+    home) folded on a Python worker by the Arrow fold (``spark_fold.fold_parts``). ``spark``: the session
+    (default: the active one)."""
 
-    name = "spark-sql"
+    name = "workers"
     on_spark = True
 
     def __init__(self, spark=None):
         self.spark = spark
 
     def fold(self, log: pa.Table, spec: FoldSpec, rows: pa.Table | None = None) -> pa.Table:
-        if spec.cmap is not None and (spec.cmap.renames or spec.cmap.dropped):
+        if not log.num_rows:  # (PySpark makes no frame of an empty Arrow table with timestamps)
             return fold_part(log, None, markers=True, **spec.args())
-        linked = linked_keys(log)
-        components = fold_part(_keys_of(log, linked), None, markers=True, **spec.args())
-        plain = _keys_of(log, linked, inside=False)
-        if not plain.num_rows:  # (PySpark makes no frame of an empty Arrow table with timestamps)
-            return components
         spark = self.spark
         if spark is None:
             from pyspark.sql import SparkSession
 
             spark = SparkSession.builder.getOrCreate()
-        frame = spark.createDataFrame(plain, schema=LOG_DDL)
-        native = fold_native(frame, spec.columns, spec.batch_id, spec.truncate_seq).toArrow()
-        native = with_names(native, [n for n, _ in spec.columns])
-        return pa.concat_tables([native.cast(components.schema), components])
+        moved = log.filter(pc.is_valid(log["_old_key"]))
+        pairs = zip(moved["_key"].to_pylist(), moved["_old_key"].to_pylist(), strict=True)
+        part_of = component_homes(sorted(set(pairs)), spec.buckets)
+        frame = with_event_part(spark, spark.createDataFrame(log, schema=LOG_DDL), part_of)
+        return with_names(fold_parts(frame, spec.args()).toArrow(), [n for n, _ in spec.columns])
 
 
 class RowStateFold:
@@ -172,4 +169,4 @@ class RowStateFold:
 
 
 #: Every fold of the semantics, the reference first: what the parity suite iterates over.
-FOLDS: tuple[Fold, ...] = (ReferenceFold(), ArrowFold(), SparkSqlFold(), RowStateFold())
+FOLDS: tuple[Fold, ...] = (ReferenceFold(), ArrowFold(), WorkersFold(), RowStateFold())

@@ -1,6 +1,6 @@
-"""Folds Spark runs: a table batch too large for the driver (keys without key changes in Spark SQL,
-``native_fold``; each key-change component on one Python worker, ``fold_part``), and the SCD2 history
-rewrite, on either path.
+"""Folds Spark runs: a table batch too large for the driver, folded on Python workers by the same Arrow fold
+the driver runs (``arrow_fold.fold_driver``; per bucket, each key-change component in its home's), and the SCD2
+history rewrite, on either path.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from cdclake.compaction.arrow_fold import fold_driver
 from cdclake.compaction.folding import alias_names, fold_history_part, fold_part, real_names, with_aliases, with_names
 from cdclake.compaction.lake_tables import (
     HISTORY_META_DDL,
@@ -21,7 +22,6 @@ from cdclake.compaction.lake_tables import (
     table_ddl,
 )
 from cdclake.compaction.lineage import fresh_snapshot_id, snapshot_info
-from cdclake.compaction.native_fold import fold_native
 from cdclake.compaction.publish import validated_writer
 from cdclake.compaction.routing import component_homes, with_part
 from cdclake.compaction.strategy import MERGE_ON_READ
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from cdclake.jobs.layout import TableLayout
 
 
-def _with_event_part(spark, log_events, part_of: dict[str, int]):
+def with_event_part(spark, log_events, part_of: dict[str, int]):
     """``_cdc_part`` of each logged event: its key's component home, else its bucket (a broadcast join of
     the few keys in key-change components, not a Python UDF over every event)."""
     from pyspark.sql import functions as F
@@ -44,6 +44,25 @@ def _with_event_part(spark, log_events, part_of: dict[str, int]):
     homes = F.broadcast(spark.createDataFrame(sorted(part_of.items()), "_home_key string, _home int"))
     joined = log_events.join(homes, log_events["_key"] == homes["_home_key"], "left")
     return joined.withColumn("_cdc_part", F.coalesce(F.col("_home"), F.col("_cdc_bucket"))).drop("_home_key", "_home")
+
+
+def _out_ddl(columns: list[tuple[str, str]]) -> str:
+    """The workers' fold output: the table's columns under their aliases, the hidden columns, kind and info."""
+    aliased = list(zip(alias_names(columns), [t for _, t in columns], strict=True))
+    return table_ddl(aliased, META_DDL, "_cdc_kind string, _cdc_info string")
+
+
+def fold_parts(ev_parted, fold_args: dict[str, Any]):
+    """Each ``_cdc_part`` of the logged events (a bucket, or a key-change component's home: see
+    :func:`with_event_part`) folded on a Python worker by the Arrow fold (the reference, ``fold_part``, where
+    ``Settings.native_fold`` is off), as the driver folds: rows, gone markers and stats, columns under aliases."""
+    aliases = alias_names(fold_args["columns"])
+    fold_fn = fold_driver if native_fold_enabled() else fold_part
+
+    def fold_events(ev: pa.Table) -> pa.Table:
+        return with_names(fold_fn(ev, None, markers=True, **fold_args), aliases)
+
+    return ev_parted.groupBy("_cdc_part").applyInArrow(fold_events, _out_ddl(fold_args["columns"]))
 
 
 def fold_on_workers(
@@ -59,9 +78,9 @@ def fold_on_workers(
     keyed: bool = False,
     has_rows: bool = True,
 ):
-    """The distributed fold: keys without key changes in Spark SQL (``native_fold``), each key-change
-    component on one Python worker (the bucket of its smallest key); ``keyed``: every current row has
-    its ``_cdc_key`` (what passing the untouched rows through natively needs); ``has_rows`` False: the
+    """The distributed fold: each bucket's events on a Python worker, by the driver's Arrow fold, each key-change
+    component with the events of its home bucket (that of its smallest key); ``keyed``: every current row has
+    its ``_cdc_key`` (what passing the untouched rows through in Spark needs); ``has_rows`` False: the
     table had no snapshot when read (the validated overwrite fails if one appears), so no rows pass through.
 
     Returns (the commit's source frame, the MERGE's buckets, stats, part_of, the events with their worker).
@@ -74,28 +93,23 @@ def fold_on_workers(
         pairs = {(r["_key"], r["_old_key"]) for r in found}
     part_of = component_homes(sorted(pairs), buckets)
 
-    ev_parted = _with_event_part(spark, log_events, part_of)
+    ev_parted = with_event_part(spark, log_events, part_of)
 
-    # data columns under aliases on the Spark side (see alias_names); fold_part sees the real names
+    # data columns under aliases on the Spark side (see alias_names); the folds see the real names
     names, aliases = [n for n, _ in columns], alias_names(columns)
     aliased = list(zip(aliases, [t for _, t in columns], strict=True))
     alias_keys = [aliases[names.index(k)] for k in keys]
-    out_ddl = table_ddl(aliased, META_DDL, "_cdc_kind string, _cdc_info string")
-
-    def fold_events(ev: pa.Table) -> pa.Table:
-        return with_names(fold_part(ev, None, markers=True, **fold_args), aliases)
+    out_ddl = _out_ddl(columns)
+    fold_fn = fold_driver if native_fold_enabled() else fold_part  # the Arrow fold, as in the driver
 
     cmap = fold_args["cmap"]
-    if keyed and native_fold_enabled() and not (cmap and (cmap.renames or cmap.dropped)):
-        linked = None
-        if part_of:  # the key-change components' events: the Python fold
-            homes = _homes_frame(spark, part_of)
-            linked_events = ev_parted.join(homes, ev_parted["_key"] == homes["_home_key"], "left_semi")
-            linked = linked_events.groupBy("_cdc_part").applyInArrow(fold_events, out_ddl)
-        passed = rewrite_buckets if has_rows else []
-        folded = _fold_native(spark, name, log_events, linked, part_of, mode, passed, fold_args)
-    elif mode == MERGE_ON_READ:  # the affected keys' events only: no current row is read
-        folded = ev_parted.groupBy("_cdc_part").applyInArrow(fold_events, out_ddl)
+    # keyed, no renamed or dropped column: the fold reads only the affected keys' logs, and for an overwrite the
+    # touched buckets' other rows pass through in Spark (never through Python), as the driver's fold does
+    kept_in_spark = mode != MERGE_ON_READ and keyed and not (cmap and (cmap.renames or cmap.dropped))
+    if mode == MERGE_ON_READ or kept_in_spark:
+        folded = fold_parts(ev_parted, fold_args)
+        if kept_in_spark and has_rows and rewrite_buckets:  # a table without rows yet passes nothing through
+            folded = folded.unionByName(_kept_rows(spark, name, log_events, rewrite_buckets, fold_args))
     else:
         current = spark.table(name).where(F.col("_cdc_bucket").isin(rewrite_buckets))
         current = with_part(
@@ -103,7 +117,7 @@ def fold_on_workers(
         )
 
         def fold(ev: pa.Table, rows: pa.Table) -> pa.Table:
-            return with_names(fold_part(ev, with_names(rows, names), **fold_args), aliases)
+            return with_names(fold_fn(ev, with_names(rows, names), **fold_args), aliases)
 
         folded = ev_parted.groupBy("_cdc_part").cogroup(current.groupBy("_cdc_part")).applyInArrow(fold, out_ddl)
 
@@ -125,43 +139,24 @@ def fold_on_workers(
     return source, merge_buckets, stats, part_of, ev_parted
 
 
-def _homes_frame(spark, part_of: dict[str, int]):
-    """The keys of key-change components, broadcast (they are few)."""
-    from pyspark.sql import functions as F
-
-    return F.broadcast(spark.createDataFrame([(k,) for k in sorted(part_of)], "_home_key string"))
-
-
-def _fold_native(spark, name: str, log_events, linked, part_of: dict[str, int], mode, rewrite_buckets, fold_args):
-    """The fold's output with every key outside ``part_of`` folded in Spark SQL; ``linked`` (the Python
-    fold of the key-change components' events, with ``_cdc_part``) joined in; for a bucket overwrite, the
-    touched buckets' other current rows passed through as ``fold_part`` passes them (``rewrite_buckets``: none
-    when the table has no rows yet)."""
+def _kept_rows(spark, name: str, log_events, rewrite_buckets: list[int], fold_args: dict[str, Any]):
+    """The touched buckets' current rows of keys the log does not name (new or old key), under the fold's
+    aliases and marked ``row``: what an overwrite passes through untouched."""
     from pyspark.sql import functions as F
 
     columns, truncate_seq = fold_args["columns"], fold_args["truncate_seq"]
-    plain = log_events
-    if part_of:
-        homes = _homes_frame(spark, part_of)
-        plain = log_events.join(homes, log_events["_key"] == homes["_home_key"], "left_anti")
-    folded = fold_native(plain, columns, fold_args["batch_id"], truncate_seq)
-    if linked is not None:
-        folded = folded.unionByName(linked)
-    if mode != MERGE_ON_READ and rewrite_buckets:  # none: a table without rows yet, nothing passes through
-        affected = (
-            log_events.select(F.col("_key").alias("k"))
-            .union(log_events.where("_old_key IS NOT NULL").select(F.col("_old_key").alias("k")))
-            .distinct()
-        )
-        current = spark.table(name).where(F.col("_cdc_bucket").isin(rewrite_buckets))
-        kept = current.join(affected, current["_cdc_key"] == affected["k"], "left_anti")
-        if truncate_seq is not None:  # rows whose events are not in the log (a table older than its log)
-            kept = kept.where(F.coalesce(F.col("_cdc_seq"), F.lit("")) >= F.lit(truncate_seq))
-        kept = with_aliases(kept, columns, META_NAMES).select(
-            "*", F.lit("row").alias("_cdc_kind"), F.lit(None).cast("string").alias("_cdc_info")
-        )
-        folded = folded.unionByName(kept)
-    return folded
+    affected = (
+        log_events.select(F.col("_key").alias("k"))
+        .union(log_events.where("_old_key IS NOT NULL").select(F.col("_old_key").alias("k")))
+        .distinct()
+    )
+    current = spark.table(name).where(F.col("_cdc_bucket").isin(rewrite_buckets))
+    kept = current.join(affected, current["_cdc_key"] == affected["k"], "left_anti")
+    if truncate_seq is not None:  # rows whose events are not in the log (a table older than its log)
+        kept = kept.where(F.coalesce(F.col("_cdc_seq"), F.lit("")) >= F.lit(truncate_seq))
+    return with_aliases(kept, columns, META_NAMES).select(
+        "*", F.lit("row").alias("_cdc_kind"), F.lit(None).cast("string").alias("_cdc_info")
+    )
 
 
 def write_history(

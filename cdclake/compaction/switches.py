@@ -26,7 +26,7 @@ def driver_commits_enabled() -> bool:
 
 
 def native_fold_enabled() -> bool:
-    """``Settings.native_fold`` (docs/decisions.md, "The fold at native speed")."""
+    """``Settings.native_fold``: the Arrow fold, else the reference (docs/decisions/0074)."""
     from cdclake.runtime.settings import Settings
 
     return Settings.from_env().native_fold

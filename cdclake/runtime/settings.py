@@ -211,8 +211,8 @@ class Settings:
     #: ... up to this many events in all; a larger batch is normalized by Spark, which a cluster spreads
     #: over its executors (docs/decisions.md, "A large batch normalizes in the driver, chunk by chunk").
     driver_normalize_max_rows: int = 2_000_000
-    #: Keys without key changes fold in Spark SQL on the workers path (docs/decisions.md, "The fold at native
-    #: speed"); off: every key through the Python reference fold (``cdclake.merge``).
+    #: Keys without key changes fold by the Arrow fold's closed form, in the driver and on the workers
+    #: (docs/decisions/0074); off: every key through the Python reference fold (``cdclake.merge``).
     native_fold: bool = True
     #: Formats with a columnar path (GoldenGate JSON) read the spans in its shape as Arrow columns in the decode
     #: task (docs/decisions.md, "GoldenGate JSON read as columns"); off: every record through ``Decoder.decode``.
