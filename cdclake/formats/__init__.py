@@ -2,9 +2,9 @@
 
 Owns the reference decoders, one module per format id (`goldengate_json`, `debezium_json`, ...: a
 :class:`cdclake.registry.Decoder` registered with ``registry.register``), the columnar paths that read a span of
-JSON records at a time into Arrow (the ``*_columns`` modules, registered under the same format id with
-``registry.register_columns``), the engine those share (`columnar`: spans, the reference decoder behind every
-span it does not read), and helpers shared by several formats (the ``_`` modules).
+JSON records at a time into Arrow (hooks beside the reference decoder, or a ``*_columns`` module, registered under
+the same format id with ``registry.register_columns``), the engine those share (`columnar`: spans, the reference
+decoder behind every span it does not read), and helpers shared by several formats (the ``_`` modules).
 
 Modules are discovered, not listed, so adding a format is adding a module (docs/writing-a-decoder.md). The names
 other packages import are exported here (``__all__``, resolved through PEP 562's ``__getattr__`` like the other
@@ -18,7 +18,6 @@ import pkgutil
 _MODULES = (
     "columnar",
     "datahub_blob",
-    "datahub_blob_columns",
     "datahub_tuple",
     "debezium_json",
     "goldengate_delimited",
@@ -81,7 +80,6 @@ __all__ = [
     "codec_problem",
     "columnar",
     "datahub_blob",
-    "datahub_blob_columns",
     "datahub_tuple",
     "debezium_json",
     "goldengate_delimited",

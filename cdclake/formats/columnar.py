@@ -714,7 +714,8 @@ def writer_order(names: tuple[str, ...], canonical: list[str]) -> list[str]:
 class SpanRow:
     """One record of a span as :class:`EnvelopeColumns` keeps it: the scalars its format's envelope gives, the
     images as read (a dict of ``Raw`` texts, or with ``split`` the ``Raw`` object text; None), its schema
-    plan, and what the format needs to write its ``meta`` (:meth:`EnvelopeColumns.metas`)."""
+    plan, and what the format needs to write its ``meta`` (:meth:`EnvelopeColumns.metas`). ``event_ts``: a
+    ``datetime``, or integer microseconds since the epoch (the column converts those at once)."""
 
     table: str
     op: str
@@ -756,6 +757,23 @@ class EnvelopeColumns(SpanReader):
         """One record's row through the format's envelope (None: the reference reads the span)."""
         raise NotImplementedError
 
+    def record_row(self, record: Any, plan: Any) -> SpanRow | None:
+        """One record's row: :meth:`row` of its payload as the reference's dict holds it (every member the reader
+        has, in order); a format may read the record's struct itself (None: the reference reads the span)."""
+        p = record.payload
+        payload = {f: v for f in p.__struct_fields__ if (v := getattr(p, f)) is not UNSET}
+        for member in self.image_members:
+            if member in payload:
+                payload[member] = image_or_none(payload[member])
+        return self.row(payload, plan)
+
+    def joined(self, rows: list[SpanRow], starts: np.ndarray) -> tuple[list[SpanRow], Any, int] | None:
+        """The span's events from its records' rows (``starts``: each one's first byte): (events, each event's
+        first byte, how many records they came from). Here each row is its event; a format whose records join
+        (DataHub's update halves) may read fewer records (the next span starts at the first one left). None: the
+        reference reads the span."""
+        return rows, starts, len(rows)
+
     def kinds(self, plan: Any, image: str) -> dict[str, int]:
         """How each column's values of ``image`` are judged."""
         raise NotImplementedError
@@ -776,7 +794,7 @@ class EnvelopeColumns(SpanReader):
         """The span's batch as given (a format may add events, e.g. ``SCHEMA`` announcements)."""
         return batch
 
-    def span(self, span: bytes, file: str, offset: int) -> pa.RecordBatch | None:
+    def span(self, span: bytes, file: str, offset: int) -> pa.RecordBatch | tuple[pa.RecordBatch, int] | None:
         return self.reader.read_batch(span, offset, lambda *read: self._batch(*read, file))
 
     def _plan(self, raw: bytes) -> Any | None:
@@ -792,18 +810,11 @@ class EnvelopeColumns(SpanReader):
 
     def _rows(self, records: list, schemas: list[bytes]) -> list[SpanRow] | None:
         rows = []
-        members = self.image_members
         for record, schema in zip(records, schemas, strict=True):
             plan = self._plan(schema)
             if plan is None:
                 return None
-            p = record.payload
-            # the payload's members as the reference's dict holds them (every member the reader has, in order)
-            payload = {f: v for f in p.__struct_fields__ if (v := getattr(p, f)) is not UNSET}
-            for member in members:
-                if member in payload:
-                    payload[member] = image_or_none(payload[member])
-            row = self.row(payload, plan)
+            row = self.record_row(record, plan)
             if row is None:
                 return None
             rows.append(row)
@@ -811,10 +822,12 @@ class EnvelopeColumns(SpanReader):
 
     def _batch(
         self, records: list, starts: np.ndarray, schemas: list[bytes], split: bool, file: str
-    ) -> pa.RecordBatch | None:
+    ) -> pa.RecordBatch | tuple[pa.RecordBatch, int] | None:
         rows = self._rows(records, schemas)
-        if rows is None:
+        events = None if rows is None else self.joined(rows, starts)
+        if events is None:
             return None
+        rows, offsets, used = events
         n = len(rows)
         plans = [row.plan for row in rows]
         probes, dropped = self.placeholder()
@@ -832,11 +845,12 @@ class EnvelopeColumns(SpanReader):
                     return None
                 arrays[column], kept[column] = built
             meta = self.metas(rows, unavailable)
-            where = {"source_file": [file] * n, "source_offset": pa.array(starts, pa.int64())}
+            where = {"source_file": [file] * n, "source_offset": pa.array(offsets, pa.int64())}
             batch = decoded_batch(n, {**arrays, **_scalars(rows), "meta": meta, **where})
         except (pa.ArrowException, UnicodeEncodeError, OverflowError):  # text that is not valid Unicode, ...
             return None
-        return self.finish(batch, rows, kept, file)
+        batch = self.finish(batch, rows, kept, file)
+        return batch if used == len(records) else (batch, int(starts[used] - starts[0]))
 
 
 def _scalars(rows: list[SpanRow]) -> dict[str, list[Any]]:

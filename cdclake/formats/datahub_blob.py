@@ -23,6 +23,9 @@ Why it is written this way:
 - ``ddl.ddlMeta`` is a Java-serialized FastSQL object in base64. It is kept as opaque text
   in ``meta`` and never decoded, let alone deserialized (deserializing untrusted Java
   objects executes code); the DDL statement is ``ddl.text``.
+- The decode task's columnar path (:class:`DataHubBlobColumns`, docs/decisions 0045) runs this module's envelope
+  rules over Arrow (``formats.columnar.EnvelopeColumns``); update halves are joined where the second is read, a
+  span read only up to where no pair is split.
 """
 
 from __future__ import annotations
@@ -31,12 +34,15 @@ import base64
 import binascii
 import datetime as dt
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
-from cdclake.events.change import ChangeEvent, Rejected
+import numpy as np
+from msgspec import UNSET, Raw
+
+from cdclake.events.change import ChangeEvent, Rejected, joined_text, meta_text
 from cdclake.formats import kafka_connect as kc
 from cdclake.formats._datahub import (
     Half,
@@ -49,10 +55,27 @@ from cdclake.formats._datahub import (
     integer,
     json_kind,
     millis_text,
+    pair_meta,
     scan_json,
     short,
 )
-from cdclake.registry import Decoder, register
+from cdclake.formats.columnar import (
+    BOOL,
+    CONVERT,
+    INT,
+    SCHEMA_READER,
+    STR,
+    TEXT_DECIMAL,
+    TS_MILLIS,
+    UNNAMED,
+    EnvelopeColumns,
+    EnvelopeReader,
+    SpanRow,
+    Unsplit,
+    image_or_none,
+    reference_converter,
+)
+from cdclake.registry import Decoder, register, register_columns
 
 if TYPE_CHECKING:
     from cdclake.options import Options
@@ -452,3 +475,210 @@ def blob_value(column: str, kind: str | None, value: Any, image: str) -> Any:
         return base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError) as exc:
         raise wrong(f"not valid base64 ({exc})") from None
+
+
+# --- the columnar path (the decode task's: formats.columnar.EnvelopeColumns over this module's rules) --------
+
+_HOLDER = dict[str, dict[str, Raw] | None] | None
+#: An image holder with its ``dataColumn`` object read as ``Raw`` text, to split in C (``columnar.image_array``).
+_SPLIT = dict[str, Raw] | None
+#: The payload members the columnar path reads, in the order DataHub writes them (any other: the reference reads).
+_COLUMNAR_PAYLOAD: dict[str, object] = {"op": Any, "before": _HOLDER, "after": _HOLDER}
+_COLUMNAR_PAYLOAD |= {"sequenceId": Any, "timestamp": Any, "ddl": Any}  # a row's ``ddl``: not read
+#: How each StreamX type's values are judged (:func:`blob_value`: kept, converted at once, or one at a time).
+_KINDS = {"STRING": STR, "LONG": INT, "BOOLEAN": BOOL, "DOUBLE": TEXT_DECIMAL, "DATE": TS_MILLIS, "BYTES": CONVERT}
+#: The ops the columnar path reads (markers, DDL and truncates: the reference's).
+_READ_OPS = ROW_OPS - {"TRUNCATE"}
+_TAILS = 256
+#: The members of a message's ``meta`` that are its own; the rest (``_ColumnPlan.tail``) its block's and version's.
+_OWN_MEMBERS = ("op", "sequenceId", "timestamp")
+
+
+class _ColumnPlan:
+    """A schema block (:func:`schema_block`) worked out once for every message repeating it, with how the columnar
+    path judges each column's values and its messages' ``meta`` tails."""
+
+    __slots__ = ("_tails", "block", "kinds")
+
+    def __init__(self, block: Block) -> None:
+        self.block = block
+        self.kinds = {column: _KINDS.get(kind, UNNAMED) for column, kind in block.types.items()}
+        self._tails: dict[Any, str] = {}
+
+    def tail(self, version: Any) -> dict[str, Any]:
+        """:func:`meta_tail` (no ``extra``: the path reads no member DataHub does not write)."""
+        return meta_tail(self.block, version)
+
+    def tail_text(self, version: Any) -> str:
+        """:meth:`tail`'s JSON text, written once per plan and version (the column types are most of a meta)."""
+        if type(version) is not str and version is not None:
+            return meta_text(self.tail(version))
+        text = self._tails.get(version)
+        if text is None:
+            if len(self._tails) >= _TAILS:
+                self._tails.clear()
+            text = self._tails[version] = meta_text(self.tail(version))
+        return text
+
+
+@dataclass(slots=True)
+class _Half(SpanRow):
+    """A half of an update (``side``); ``meta``: its message's own members (:data:`_OWN_MEMBERS`), the join writes
+    the rest from its plan and ``version``."""
+
+    side: str
+    vendor_op: str
+    version: Any
+
+
+@register_columns("datahub-blob")
+class DataHubBlobColumns(EnvelopeColumns):
+    """DataHub BLOB's messages (one compact ``{"schema", "payload", "version"}`` message per line, UTF-8, DataHub's
+    members in its order or sorted by name) a span at a time: every scalar and ``meta`` from :func:`envelope`,
+    :func:`meta_tail` and :func:`row_op`, the image values by :func:`blob_value` where they are not kept as their
+    text (docs/decisions 0045). Update halves sharing a sequence id are joined where the second one is read, the
+    span read up to the first record a pair would cut (:meth:`joined`). Where it stops (the reference reads the
+    span): anything the rules refuse, markers, DDL and truncates, an insert with a before image or a delete with
+    an after image, two halves of one side, a bare payload, a member DataHub does not write, blanks."""
+
+    reader = EnvelopeReader("Blob", _COLUMNAR_PAYLOAD, {"version": Any}, dict.fromkeys(("before", "after"), _SPLIT))
+
+    def read_plan(self, schema: bytes) -> _ColumnPlan | None:
+        try:
+            block = schema_block(self.decoder, schema_object(SCHEMA_READER.decode(schema.decode("utf-8"))))
+        except (ValueError, RecursionError, RecordError):
+            return None
+        return _ColumnPlan(block)
+
+    def record_row(self, record: Any, plan: _ColumnPlan) -> SpanRow | None:
+        p = record.payload
+        timestamp = None if p.timestamp is UNSET else p.timestamp
+        sequence = None if p.sequenceId is UNSET else p.sequenceId
+        try:
+            env = envelope(p.op, plan.block, timestamp, sequence)
+            if env.op not in _READ_OPS:
+                return None
+            before = _data_column(b) if (b := p.before) else None  # no holder (UNSET, null, empty): no image
+            after = _data_column(a) if (a := p.after) else None
+            op, side = row_op(env, before, after)
+        except RecordError:
+            return None
+        block, at = plan.block, env.event_time
+        event_ts = at * 1_000 if type(at) is int else at  # epoch milliseconds: microseconds, converted at once
+        version = None if record.version is UNSET else record.version
+        if side is None:
+            if (env.op == "INSERT" and before is not None) or (env.op == "DELETE" and after is not None):
+                return None  # the reference converts, then drops, the image
+            meta = joined_text(meta_text(env.meta), plan.tail_text(version))
+            return SpanRow(block.table, op, env.seq, event_ts, None, None, block.keys, before, after, plan, meta)
+        row = (block.table, op, env.seq, event_ts, None, None, block.keys, before, after, plan, env.meta)
+        return _Half(*row, side, env.op, version)
+
+    def joined(self, rows: list[SpanRow], starts: np.ndarray) -> tuple[list[SpanRow], list[int], int] | None:
+        """Each update's halves joined where the second is read (``UpdatePairs.add``), at the first one's offset;
+        read up to the first record a pair would cut (:func:`_cut`); None: two halves of one side."""
+        offsets = starts.tolist()
+        events: list[SpanRow | None] = list(rows)
+        pending: dict[tuple[str, str], int] = {}
+        pairs: list[tuple[int, int]] = []
+        for index, row in enumerate(rows):
+            if type(row) is not _Half:
+                continue
+            other = pending.pop(key := (row.table, row.seq), None)
+            if other is None:
+                pending[key] = index
+                continue
+            first = rows[other]
+            if first.side == row.side:
+                return None  # the reference rejects the second one
+            events[index], events[other] = _joined(first, row, offsets[other], offsets[index]), None
+            offsets[index] = offsets[other]
+            pairs.append((other, index))
+        read_to = _cut(len(rows), pending.values(), pairs)
+        if read_to == 0:
+            return None
+        kept = [index for index in range(read_to) if events[index] is not None]
+        return [events[index] for index in kept], [offsets[index] for index in kept], read_to
+
+    def kinds(self, plan: Any, image: str) -> dict[str, int]:
+        return plan.kinds if type(plan) is _ColumnPlan else _image_plan(plan, image).kinds  # a call less per event
+
+    def converter(self, image: str, plans: list[Any]) -> Callable[[int, str, str, bool], Any]:
+        return reference_converter(
+            lambda owner, column, value: blob_value(
+                column, _image_plan(plans[owner], image).block.types.get(column), value, image
+            )
+        )
+
+    def metas(self, rows: list[SpanRow], unavailable: list[list[str]]) -> list[str]:
+        return [meta if type(meta := row.meta) is str else meta_text(meta) for row in rows]
+
+
+def _data_column(holder: dict[str, Any]) -> Any:
+    """``payload.<image>.dataColumn`` of a holder (None: no image), as the reference's ``_image`` finds it. Read
+    ``split`` (its members ``Raw`` texts), a holder with a member beside ``dataColumn`` is left to the dict reader
+    (:class:`~.columnar.Unsplit`), which checks that it is an object or null written as the writer writes it."""
+    if len(holder) == 1 and "dataColumn" in holder:
+        return image_or_none(holder["dataColumn"])
+    if type(next(iter(holder.values()))) is Raw:
+        raise Unsplit
+    return holder.get("dataColumn")
+
+
+def _image_plan(plan: Any, image: str) -> _ColumnPlan:
+    """The plan of an event's ``image``: its own, or (an update joined from halves of two schema blocks) its
+    half's (a ``(before, after)`` pair)."""
+    return plan if type(plan) is _ColumnPlan else plan[image == "after"]
+
+
+def _cut(records: int, unpaired: Any, pairs: list[tuple[int, int]]) -> int:
+    """The most records a span can give (from its first) with no update split: none past a half whose partner
+    is not in the span, none that splits a pair."""
+    cut = min(unpaired, default=records)
+    if cut == records or not pairs:
+        return cut
+    firsts, seconds = np.array(pairs).T
+    while True:
+        split = (firsts < cut) & (seconds >= cut)
+        if not split.any():
+            return cut
+        cut = int(firsts[split].min())
+
+
+def _joined(first: _Half, second: _Half, first_at: int, second_at: int) -> SpanRow:
+    """The reference's ``UPDATE`` of two halves (``UpdatePairs.add``; ``*_at``: their offsets)."""
+    if first.side == "before":
+        (before, b_at), (after, a_at) = (first, first_at), (second, second_at)
+    else:
+        (before, b_at), (after, a_at) = (second, second_at), (first, first_at)
+    b_half, a_half = (before.vendor_op, b_at, before.meta), (after.vendor_op, a_at, after.meta)
+    plan, version = before.plan, before.version
+    if plan is after.plan and version == after.version and type(version) in (str, type(None)):
+        meta: dict[str, Any] | str = _pair_text(b_half, a_half, plan.tail_text(version))
+    else:  # each half's whole meta, as the reference's halves hold it
+        b_half = (*b_half[:2], {**before.meta, **before.plan.tail(before.version)})
+        a_half = (*a_half[:2], {**after.meta, **after.plan.tail(after.version)})
+        meta = pair_meta(b_half, a_half)
+    event_ts = after.event_ts if after.event_ts is not None else before.event_ts
+    plans = plan if plan is after.plan else (plan, after.plan)
+    keys = after.keys or before.keys
+    return SpanRow(
+        after.table, "UPDATE", after.seq, event_ts, None, None, keys, before.before, after.after, plans, meta
+    )
+
+
+def _pair_text(before: tuple[str, int, dict[str, Any]], after: tuple[str, int, dict[str, Any]], tail: str) -> str:
+    """``meta_text(pair_meta(before, after))`` of two halves of one schema block and version (``tail``: the text of
+    the members those give, ``_ColumnPlan.tail_text``): the same members in the same order, the shared ones (most
+    of the text: the column types) written once per plan rather than once per update."""
+    b_meta, a_meta = before[2], after[2]
+    shared = {k: v for k in _OWN_MEMBERS if k in a_meta and k in b_meta and b_meta[k] == (v := a_meta[k])}
+    pair = {
+        name: {
+            "op": op,
+            "offset": offset,
+            **{k: half_meta[k] for k in _OWN_MEMBERS if k in half_meta and k not in shared and k != "op"},
+        }
+        for name, (op, offset, half_meta) in (("before", before), ("after", after))
+    }
+    return joined_text(joined_text(meta_text(shared), tail), meta_text({"pair": pair}))

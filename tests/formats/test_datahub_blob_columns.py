@@ -164,7 +164,8 @@ def test_a_pair_across_a_span_end_is_read_by_the_next_span(span_bytes: int):
 )
 def test_a_span_is_read_up_to_the_first_split_update(lines: list[str], rows: int, read: int):
     data = _lines(lines)
-    batch, used = columnar_reader(get_decoder("datahub-blob", Options({}))).span(data, "f", 0)
+    got = columnar_reader(get_decoder("datahub-blob", Options({}))).span(data, "f", 0)
+    batch, used = got if isinstance(got, tuple) else (got, len(data))  # a batch alone: the whole span read
     assert (batch.num_rows, used) == (rows, sum(len(line) + 1 for line in lines[:read]))
     assert batch.column("source_offset").to_pylist()[-1] < used
 
