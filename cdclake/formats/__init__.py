@@ -2,9 +2,9 @@
 
 Owns the reference decoders, one module per format id (`goldengate_json`, `debezium_json`, ...: a
 :class:`cdclake.registry.Decoder` registered with ``registry.register``), the columnar paths that read a span of
-JSON records at a time into Arrow (hooks beside the reference decoder, or a ``*_columns`` module, registered under
-the same format id with ``registry.register_columns``), the engine those share (`columnar`: spans, the reference
-decoder behind every span it does not read), and helpers shared by several formats (the ``_`` modules).
+JSON records at a time into Arrow (hooks beside the reference decoder, registered under the same format id with
+``registry.register_columns``), the engine those share (`columnar`: spans, the reference decoder behind every span
+it does not read), and helpers shared by several formats (the ``_`` modules).
 
 Modules are discovered, not listed, so adding a format is adding a module (docs/writing-a-decoder.md). The names
 other packages import are exported here (``__all__``, resolved through PEP 562's ``__getattr__`` like the other
@@ -14,6 +14,8 @@ packages' faces; every module is loaded on import anyway, to register it).
 import importlib
 import pkgutil
 
+from cdclake import lazy_exports
+
 #: Modules of this package exported as themselves.
 _MODULES = (
     "columnar",
@@ -22,7 +24,6 @@ _MODULES = (
     "debezium_json",
     "goldengate_delimited",
     "goldengate_json",
-    "goldengate_json_columns",
     "goldengate_xml",
     "qlik_avro",
 )
@@ -53,63 +54,8 @@ _NAMES = {
     "goldengate_xml": ("GoldenGateXmlDecoder",),
     "qlik_avro": ("ENVELOPE_SCHEMA", "REFRESH_SEQ", "QlikAvroDecoder", "has_bit", "mask_number"),
 }
-_HOME = {name: module for module, names in _NAMES.items() for name in names} | {m: m for m in _MODULES}
 
-__all__ = [
-    "DATE_DAYS",
-    "ENVELOPE_SCHEMA",
-    "OCF_MAGIC",
-    "OPERATION",
-    "REFRESH_SEQ",
-    "SYNC_SIZE",
-    "TS_MICROS",
-    "TS_MILLIS",
-    "TS_NANOS",
-    "UNNAMED",
-    "CdlJsonDecoder",
-    "DataHubBlobDecoder",
-    "DataHubTupleDecoder",
-    "DebeziumJsonDecoder",
-    "GoldenGateAvroOpDecoder",
-    "GoldenGateAvroRowDecoder",
-    "GoldenGateDelimitedDecoder",
-    "GoldenGateJsonDecoder",
-    "GoldenGateXmlDecoder",
-    "Malformed",
-    "QlikAvroDecoder",
-    "codec_problem",
-    "columnar",
-    "datahub_blob",
-    "datahub_tuple",
-    "debezium_json",
-    "goldengate_delimited",
-    "goldengate_json",
-    "goldengate_json_columns",
-    "goldengate_xml",
-    "has_bit",
-    "mask_number",
-    "ocf_header",
-    "qlik_avro",
-    "read_varint",
-    "repeated_values",
-    "respelt",
-    "schema_texts",
-    "shallow",
-    "spans",
-]
-
-
-def __getattr__(name: str):  # -> Any (not annotated: the package imports nothing, not even ``typing``)
-    """A name of :data:`__all__`, from its module, imported now if it was not yet."""
-    module = _HOME.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    loaded = importlib.import_module(f"{__name__}.{module}")
-    return loaded if module == name else getattr(loaded, name)
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _NAMES, _MODULES)
 
 
 for _module in sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")):

@@ -1,8 +1,9 @@
 """The columnar engine of the JSON formats' fast paths: spans of whole records read with the reference decoder
 behind every span (:class:`SpanReader`, :func:`read_spans`), the records' values as one Arrow string column of their
 JSON texts and which of those texts the builder would spell otherwise (:func:`image_array`), and the whole span
-assembly for the ``{"schema", "payload"}`` formats (:class:`EnvelopeColumns`, whose hooks CDL JSON and Debezium JSON
-state beside their reference decoders)."""
+assembly (:class:`EnvelopeColumns` over a :class:`RecordReader` of flat records or an :class:`EnvelopeReader` of
+``{"schema", "payload"}`` ones, whose hooks CDL JSON, Debezium JSON and GoldenGate JSON state beside their reference
+decoders)."""
 
 from __future__ import annotations
 
@@ -374,12 +375,12 @@ def split_images(images: list[Any]) -> _Split:
     return _Split(names, values, np.maximum(sizes, 0), sizes < 0, np.frombuffer(layout_of, np.int32).tolist(), layouts)
 
 
-def _walk_split(images: list[Any], kinds: list[dict[str, int]]) -> tuple:
+def _walk_split(images: list[Any], kinds: list[dict[str, int]] | None) -> tuple:
     """:func:`image_array`'s walk of raw image texts: split in C, each value's kind looked up once per layout."""
     split = split_images(images)
     by_layout: dict[tuple[int, int], np.ndarray] = {}
     parts = []
-    for kind, layout in zip(kinds, split.layout, strict=True):
+    for kind, layout in zip(kinds or (), split.layout, strict=kinds is not None):
         if layout < 0:
             continue
         found = by_layout.get((id(kind), layout))
@@ -389,12 +390,12 @@ def _walk_split(images: list[Any], kinds: list[dict[str, int]]) -> tuple:
                 [get(name, UNNAMED) for name in split.layouts[layout]], np.int8
             )
         parts.append(found)
-    kinds_of = np.concatenate(parts) if parts else np.zeros(0, np.int8)
-    kept = [None if layout < 0 else split.layouts[layout] for layout in split.layout]
+    kinds_of = np.concatenate(parts) if parts else np.zeros(0 if kinds is not None else len(split.texts), np.int8)
+    kept = list(map([*split.layouts, None].__getitem__, split.layout))  # layout -1: None
     return split.names, split.texts, kinds_of, split.sizes.astype(np.int64), kept, split.absent
 
 
-def _walk_dicts(images: list[dict[str, Any] | None], kinds: list[dict[str, int]]) -> tuple | None:
+def _walk_dicts(images: list[dict[str, Any] | None], kinds: list[dict[str, int]] | None) -> tuple | None:
     """:func:`image_array`'s walk of image dicts (of ``Raw`` JSON texts) in Python; None: text that is not UTF-8."""
     names: list[str] = []
     raws: list[Any] = []
@@ -406,7 +407,7 @@ def _walk_dicts(images: list[dict[str, Any] | None], kinds: list[dict[str, int]]
     kept: list[list[str] | None] = []
     counts: list[int] = []
     absent = np.zeros(len(images), bool)
-    for record, kind in zip(images, kinds, strict=True):
+    for record, kind in zip(images, [{}] * len(images) if kinds is None else kinds, strict=True):
         if record:
             columns = list(record)
             kept.append(columns)
@@ -431,7 +432,7 @@ def _walk_dicts(images: list[dict[str, Any] | None], kinds: list[dict[str, int]]
 
 def image_array(
     images: list[Any],
-    kinds: list[dict[str, int]],
+    kinds: list[dict[str, int]] | None,
     convert: Callable[[int, str, str, bool], Any],
     probes: tuple[bytes, ...] | None,
     unavailable: list[list[str]] | None,
@@ -444,8 +445,9 @@ def image_array(
     a dict of ``Raw`` JSON texts, or with ``split`` the image's ``Raw`` object text (split in C: :class:`Unsplit`
     where it cannot be), None for no image.
 
-    ``kinds``: per record, its columns' kinds. ``convert(record, column, text, probed)``: the reference's
-    value as JSON text, :data:`DROPPED` (listed in ``unavailable[record]``) or :data:`REFUSED`.
+    ``kinds``: per record, its columns' kinds (None: every column ``UNNAMED``). ``convert(record, column, text,
+    probed)``: the reference's value as JSON text, :data:`DROPPED` (listed in ``unavailable[record]``) or
+    :data:`REFUSED`.
     ``dropped_text``: a JSON text ``convert`` drops wherever it is a whole value and holds a probe (Debezium's
     unavailable-value placeholder): dropped here, without a call per value (a tenth of a bench image's values).
     """
@@ -453,17 +455,21 @@ def image_array(
     if walked is None:
         return None
     name_array, texts, kinds_of, sizes, kept, absent = walked
-    owners = np.repeat(np.arange(len(images)), sizes)
     shapes = json_shapes(texts)
-    slow, probed = judged_slow(texts, kinds_of, probes, shapes)
-    # these three clear ``slow`` where they convert
-    texts = _with_epoch_texts(texts, kinds_of, slow, probed, shapes.integer)
-    texts = _with_decimal_texts(texts, kinds_of, slow, probed)
-    texts = with_connect_decimals(texts, kinds_of, slow, probed)
+    if kinds is None and probes is None:  # every column UNNAMED: only the texts the builder spells otherwise
+        slow, probed = shapes.spelt & ~shapes.null, np.zeros(len(texts), bool)
+    else:
+        slow, probed = judged_slow(texts, kinds_of, probes, shapes)
+        # these three clear ``slow`` where they convert
+        texts = _with_epoch_texts(texts, kinds_of, slow, probed, shapes.integer)
+        texts = _with_decimal_texts(texts, kinds_of, slow, probed)
+        texts = with_connect_decimals(texts, kinds_of, slow, probed)
     dropped = np.zeros(len(texts), bool)
     if dropped_text is not None and probed.any():
         dropped = np.asarray(pc.equal(texts, dropped_text).to_numpy(zero_copy_only=False), bool) & probed
         slow &= ~dropped
+    if slow.any() or dropped.any():
+        owners = np.repeat(np.arange(len(images)), sizes)  # each value's record
     if slow.any():
         # only the slow values go through Python (a few percent of them: the rest stay in Arrow)
         at = np.flatnonzero(slow)
@@ -524,6 +530,15 @@ def decoded_batch(rows: int, columns: dict[str, Any]) -> pa.RecordBatch:
         else:
             arrays.append(pa.array(given, field.type))
     return pa.RecordBatch.from_arrays(arrays, schema=DECODED_FILE_SCHEMA)
+
+
+def events_before(batch: pa.RecordBatch, at: np.ndarray, rows: pa.RecordBatch) -> pa.RecordBatch:
+    """``batch`` with the events ``rows`` (the same schema) put in, each just before the record of ``batch`` at its
+    index in ``at`` (e.g. a ``SCHEMA`` announcement)."""
+    # record i sorts at 2i + 1, an event before it at 2i
+    order = np.argsort(np.concatenate((np.arange(batch.num_rows) * 2 + 1, at * 2)), kind="stable")
+    both = pa.Table.from_batches([batch, rows]).combine_chunks()
+    return both.take(pa.array(order)).to_batches()[0]
 
 
 def repeated_values(values: list[Any], type_: pa.DataType) -> pa.Array:
@@ -608,48 +623,35 @@ SCHEMA_READER = json.JSONDecoder(parse_float=Decimal, parse_constant=Decimal, ob
 _WRITE = msgspec.json.Encoder(decimal_format="number")
 
 
-class EnvelopeReader:
-    """Reads a span of Kafka Connect ``{"schema", "payload"}`` records (either member first: DataHub's writer
-    sorts them), one compact record per line, the schema block kept as ``Raw`` and the payload as a struct of
-    ``members`` (name -> type, in the order the writer writes them; a payload with another member is not read).
+class RecordReader:
+    """Reads a span of flat JSON records, one compact record per line, each a struct of ``members`` (name -> type, in
+    the order the writer writes them; a record with another member is not read), the members ordered as the span's
+    first record orders them (members it lacks placed where the writer writes them).
 
-    msgspec must write the records back to the span's exact bytes: so no blanks, no member twice (a
-    repeated member would be dropped by the read and missing from the write), the writer's member order
-    (the span's first record's; members it lacks placed where the writer writes them), and numbers spelt
-    as the reference's reader reads them (``Decimal``). ``tail``: other members the envelope may hold
-    (name -> type, in the order the writer writes them). ``images``: the types of the payload's image members when a
-    span is read ``split``, their image objects read as ``Raw`` texts (:func:`image_array`'s ``split``): a ``Raw``
-    is written back as read, so the splitter checks what the write-back of a dict would have."""
+    msgspec must write the records back to the span's exact bytes: so no blanks, no member twice (a repeated member
+    would be dropped by the read and missing from the write), no escape msgspec spells otherwise, and numbers spelt
+    as the reference's reader reads them (``Decimal``). ``images``: the types of the image members when a span is read
+    ``split``, their image objects read as ``Raw`` texts (:func:`image_array`'s ``split``): a ``Raw`` is written back
+    as read, so the splitter checks what the write-back of a dict would have."""
 
-    def __init__(
-        self,
-        name: str,
-        members: dict[str, object],
-        tail: dict[str, object] | None = None,
-        images: dict[str, object] | None = None,
-    ) -> None:
-        self.name, self.members, self.tail, self.images = name, members, tail or {}, images or {}
-        self._readers: dict[tuple[tuple[str, ...], tuple[str, ...], bool], msgspec.json.Decoder] = {}
+    #: readers kept (one per member order and ``split``; past this the reference reads)
+    max_readers = 128
 
-    def span(self, span: bytes, split: bool = False) -> tuple[list, np.ndarray, list[bytes]] | None:
-        """The records of a span, the offset of each in it and its schema block (:func:`schema_texts`); None when
-        one is not in this shape, is at the record size limit, or may nest deeper than the reference reads
-        (:func:`shallow`). ``split``: the image members as ``Raw`` texts."""
+    def __init__(self, name: str, members: dict[str, object], images: dict[str, object] | None = None) -> None:
+        self.name, self.members, self.images = name, members, images or {}
+        self._readers: dict[tuple, msgspec.json.Decoder] = {}
+
+    def span(self, span: bytes, split: bool = False) -> tuple[list, np.ndarray, list[bytes] | None] | None:
+        """The records of a span, the offset of each in it and (here None) their schema blocks; None when one is
+        not in this shape or is at the record size limit. ``split``: the image members as ``Raw`` texts."""
         if not span or span.startswith(b"\xef\xbb\xbf"):
             return None
         text = span if span.endswith(b"\n") else span + b"\n"
         records = self.records(text, split)
-        if records is None:
-            return None
-        starts = record_starts(text, len(records))
-        if starts is None:
-            return None
-        schemas = schema_texts([r.schema for r in records])
-        if not shallow(text, starts, schemas):
-            return None
-        return records, starts, schemas
+        starts = None if records is None else record_starts(text, len(records))
+        return None if starts is None else (records, starts, None)
 
-    def read_batch(self, span: bytes, offset: int, batch: Callable[[list, np.ndarray, list[bytes], bool], Any]) -> Any:
+    def read_batch(self, span: bytes, offset: int, batch: Callable[[list, np.ndarray, Any, bool], Any]) -> Any:
         """A format's ``decode_span``: ``batch(records, starts, schemas, split)`` of the span's records (their
         starts counted from ``offset``), the images read as ``Raw`` texts to split in C first (:func:`split_first`);
         None where the span is not in this shape."""
@@ -666,37 +668,87 @@ class EnvelopeReader:
     def records(self, text: bytes, split: bool = False) -> list | None:
         """The records of ``text`` (whole lines), or None when it is not in this shape."""
         try:
-            envelope = _ENVELOPE.decode(text[: text.index(b"\n")])
-            reader = self._reader(tuple(envelope), tuple(_ENVELOPE.decode(envelope["payload"])), split)
+            reader = self._reader(self._key(_ENVELOPE.decode(text[: text.index(b"\n")])), split)
             if reader is None:
                 return None
             records = reader.decode_lines(text)
             if not records or _WRITE.encode_lines(records) != text:
                 return None
-        except (msgspec.DecodeError, msgspec.ValidationError, msgspec.EncodeError, UnicodeError, KeyError):
+        except (msgspec.MsgspecError, UnicodeError, KeyError, RecursionError):  # RecursionError: nested too deep
             return None
         return records
 
-    def _reader(self, outer: tuple[str, ...], names: tuple[str, ...], split: bool) -> msgspec.json.Decoder | None:
-        """A reader of records whose envelope members are in the order ``outer`` and payload members in the order
-        ``names`` (the span's first record's; members it lacks placed where the writer writes them)."""
-        reader = self._readers.get((outer, names, split))
+    def _key(self, first: dict[str, Raw]) -> tuple:
+        """What picks the reader of a span: its first record's member names."""
+        return tuple(first)
+
+    def _reader(self, names: tuple, split: bool) -> msgspec.json.Decoder | None:
+        reader = self._readers.get((names, split))
         if reader is None:
-            if (
-                not {"schema", "payload"} <= set(outer) <= {"schema", "payload", *self.tail}
-                or not set(names) <= self.members.keys()
-                or len(self._readers) >= 64
-            ):
+            if not self._readable(names) or len(self._readers) >= self.max_readers:
                 return None
-            kinds = {**self.members, **(self.images if split else {})}
-            fields = [(n, kinds[n] | UnsetType, UNSET) for n in writer_order(names, list(self.members))]
-            payload = msgspec.defstruct(f"{self.name}Payload", fields, forbid_unknown_fields=True)
-            types: dict[str, Any] = {"schema": Raw, "payload": payload}
-            members = [(n, types[n]) if n in types else (n, self.tail[n] | UnsetType, UNSET) for n in outer]
-            members += [(n, t | UnsetType, UNSET) for n, t in self.tail.items() if n not in outer]
-            envelope = msgspec.defstruct(f"{self.name}Envelope", members, forbid_unknown_fields=True)
-            reader = self._readers[(outer, names, split)] = msgspec.json.Decoder(envelope, float_hook=Decimal)
+            struct = self._struct(names, split)
+            reader = self._readers[(names, split)] = msgspec.json.Decoder(struct, float_hook=Decimal)
         return reader
+
+    def _readable(self, names: tuple) -> bool:
+        """Whether this reads records of these member names (:meth:`_key`)."""
+        return set(names) <= self.members.keys()
+
+    def _struct(self, names: tuple, split: bool) -> type:
+        """The struct of records whose members are in the order ``names``."""
+        kinds = {**self.members, **(self.images if split else {})}
+        fields = [(n, kinds[n] | UnsetType, UNSET) for n in writer_order(names, list(self.members))]
+        return msgspec.defstruct(f"{self.name}Record", fields, forbid_unknown_fields=True)
+
+
+class EnvelopeReader(RecordReader):
+    """Reads a span of Kafka Connect ``{"schema", "payload"}`` records (either member first: DataHub's writer
+    sorts them) as :class:`RecordReader` reads flat ones, the schema block kept as ``Raw`` and the payload as a
+    struct of ``members`` (:class:`RecordReader`'s; ``images`` too). ``tail``: other members the envelope may hold
+    (name -> type, in the order the writer writes them)."""
+
+    max_readers = 64
+
+    def __init__(
+        self,
+        name: str,
+        members: dict[str, object],
+        tail: dict[str, object] | None = None,
+        images: dict[str, object] | None = None,
+    ) -> None:
+        super().__init__(name, members, images)
+        self.tail = tail or {}
+
+    def span(self, span: bytes, split: bool = False) -> tuple[list, np.ndarray, list[bytes]] | None:
+        """:meth:`RecordReader.span`, with each record's schema block (:func:`schema_texts`); None also where one
+        may nest deeper than the reference reads (:func:`shallow`)."""
+        read = super().span(span, split)
+        if read is None:
+            return None
+        records, starts, _ = read
+        schemas = schema_texts([r.schema for r in records])
+        if not shallow(span if span.endswith(b"\n") else span + b"\n", starts, schemas):
+            return None
+        return records, starts, schemas
+
+    def _key(self, first: dict[str, Raw]) -> tuple:
+        """The first record's envelope member names and its payload's."""
+        return tuple(first), tuple(_ENVELOPE.decode(first["payload"]))
+
+    def _readable(self, names: tuple) -> bool:
+        outer, inner = names
+        return {"schema", "payload"} <= set(outer) <= {"schema", "payload", *self.tail} and super()._readable(inner)
+
+    def _struct(self, names: tuple, split: bool) -> type:
+        """The struct of records whose envelope members are in the order ``outer`` and payload members in the order
+        ``inner``."""
+        outer, inner = names
+        payload = super()._struct(inner, split)
+        types: dict[str, Any] = {"schema": Raw, "payload": payload}
+        members = [(n, types[n]) if n in types else (n, self.tail[n] | UnsetType, UNSET) for n in outer]
+        members += [(n, t | UnsetType, UNSET) for n, t in self.tail.items() if n not in outer]
+        return msgspec.defstruct(f"{self.name}Envelope", members, forbid_unknown_fields=True)
 
 
 def writer_order(names: tuple[str, ...], canonical: list[str]) -> list[str]:
@@ -730,16 +782,36 @@ class SpanRow:
     meta: Any
 
 
+@dataclass(slots=True)
+class SpanColumns:
+    """A span's records as :class:`EnvelopeColumns` assembles them (:meth:`EnvelopeColumns.columns`): the scalar
+    columns by name (arrays, or lists: :func:`decoded_batch`; ``meta`` too where the format writes it before the
+    images are read: then its converter drops no value), each record's images as read and its plan (``plans``
+    None: no plans, every column ``UNNAMED``), and the format's own state of the span for
+    :meth:`EnvelopeColumns.metas` and ``finish`` (the :class:`SpanRow` list of :meth:`EnvelopeColumns.row`)."""
+
+    scalars: dict[str, Any]
+    before: list
+    after: list
+    plans: list | None
+    rows: Any
+    #: each event's first byte (the records' starts, unless :meth:`EnvelopeColumns.joined` joined records)
+    offsets: Any
+    #: how many of the span's records the events came from (the next span starts at the first one left)
+    used: int
+
+
 class EnvelopeColumns(SpanReader):
-    """The columnar engine of the formats whose records are ``{"schema", "payload"}`` objects (Kafka Connect's
-    shape: Debezium JSON, CDL JSON): msgspec reads a span's records at once (:attr:`reader`), each distinct schema
-    block is planned once (:meth:`read_plan`, kept per decoder), each record's scalars come from the format's own
-    envelope (:meth:`row`, None where the path stops), and the image values are judged a column at a time
-    (:func:`image_array` by the plan's kinds, the rest through the format's converter). A format states only
-    those hooks, next to its reference decoder; the rules are the reference's."""
+    """The columnar engine of the JSON formats (``{"schema", "payload"}`` records, Kafka Connect's shape: Debezium
+    JSON, CDL JSON; flat ones: GoldenGate JSON): msgspec reads a span's records at once (:attr:`reader`), each
+    distinct schema block is planned once (:meth:`read_plan`, kept per decoder), each record's scalars come from
+    the format's own envelope (:meth:`row`, or the whole span's at once: :meth:`columns`; None where the path
+    stops), and the image values are judged a column at a time (:func:`image_array` by the plan's kinds, the rest
+    through the format's converter). A format states only those hooks, next to its reference decoder; the rules
+    are the reference's."""
 
     #: the records' reader (member names and images as the format writes them)
-    reader: EnvelopeReader
+    reader: RecordReader
     #: the payload members holding the before and the after image
     image_members: tuple[str, str] = ("before", "after")
     #: schema plans kept per decoder (distinct schema blocks of a batch: a few per table)
@@ -752,6 +824,18 @@ class EnvelopeColumns(SpanReader):
     def read_plan(self, schema: bytes) -> Any | None:
         """The plan of a schema block's text (None: one the reference refuses or reads otherwise)."""
         raise NotImplementedError
+
+    def columns(self, records: list, schemas: list[bytes] | None, starts: np.ndarray) -> SpanColumns | None:
+        """The span's columns (None: the reference reads the span; ``starts``: each record's first byte): here a
+        :class:`SpanRow` per record (:meth:`record_row`), joined into events (:meth:`joined`); a format may read
+        its scalars a column at a time instead."""
+        rows = self._rows(records, schemas)  # type: ignore[arg-type]
+        events = None if rows is None else self.joined(rows, starts)
+        if events is None:
+            return None
+        rows, offsets, used = events
+        images = [row.before for row in rows], [row.after for row in rows]
+        return SpanColumns(_scalars(rows), *images, [row.plan for row in rows], rows, offsets, used)
 
     def row(self, payload: dict[str, Any], plan: Any) -> SpanRow | None:
         """One record's row through the format's envelope (None: the reference reads the span)."""
@@ -778,7 +862,7 @@ class EnvelopeColumns(SpanReader):
         """How each column's values of ``image`` are judged."""
         raise NotImplementedError
 
-    def converter(self, image: str, plans: list[Any]) -> Callable[[int, str, str, bool], Any]:
+    def converter(self, image: str, plans: list[Any] | None) -> Callable[[int, str, str, bool], Any]:
         """The reference's conversion of one value of ``image`` (:func:`image_array`'s ``convert``)."""
         raise NotImplementedError
 
@@ -786,12 +870,14 @@ class EnvelopeColumns(SpanReader):
         """(probes, dropped text) of a value placeholder dropped from images (:func:`image_array`); none here."""
         return None, None
 
-    def metas(self, rows: list[SpanRow], unavailable: list[list[str]]) -> list[str]:
-        """Each row's ``meta`` text, once the images are read (``unavailable``: the columns each dropped)."""
+    def metas(self, rows: Any, unavailable: list[list[str]]) -> list[str]:
+        """Each row's ``meta`` text, once the images are read (``unavailable``: the columns each dropped); not asked
+        where :meth:`columns` gave ``meta``. ``rows``: :attr:`SpanColumns.rows`."""
         return [row.meta for row in rows]
 
-    def finish(self, batch: pa.RecordBatch, rows: list[SpanRow], kept: dict[str, list], file: str) -> pa.RecordBatch:
-        """The span's batch as given (a format may add events, e.g. ``SCHEMA`` announcements)."""
+    def finish(self, batch: pa.RecordBatch, rows: Any, kept: dict[str, list], file: str) -> pa.RecordBatch:
+        """The span's batch as given (a format may add events, e.g. ``SCHEMA`` announcements; ``kept``: each
+        image's column names, :func:`image_array`'s)."""
         return batch
 
     def span(self, span: bytes, file: str, offset: int) -> pa.RecordBatch | tuple[pa.RecordBatch, int] | None:
@@ -821,36 +907,34 @@ class EnvelopeColumns(SpanReader):
         return rows
 
     def _batch(
-        self, records: list, starts: np.ndarray, schemas: list[bytes], split: bool, file: str
+        self, records: list, starts: np.ndarray, schemas: list[bytes] | None, split: bool, file: str
     ) -> pa.RecordBatch | tuple[pa.RecordBatch, int] | None:
-        rows = self._rows(records, schemas)
-        events = None if rows is None else self.joined(rows, starts)
-        if events is None:
+        span = self.columns(records, schemas, starts)
+        if span is None:
             return None
-        rows, offsets, used = events
-        n = len(rows)
-        plans = [row.plan for row in rows]
+        n, plans = len(span.before), span.plans
         probes, dropped = self.placeholder()
-        unavailable: list[list[str]] = [[] for _ in range(n)]
+        # the columns each record dropped, for ``metas`` (a format that gives ``meta`` drops none)
+        unavailable = None if "meta" in span.scalars else [[] for _ in range(n)]
         kept: dict[str, list] = {}
         try:
             arrays = {}
             for member, column in zip(self.image_members, ("before", "after"), strict=True):
-                images = [row.before for row in rows] if column == "before" else [row.after for row in rows]
-                kinds = [self.kinds(plan, member) for plan in plans]
+                images = span.before if column == "before" else span.after
+                kinds = None if plans is None else [self.kinds(plan, member) for plan in plans]
                 converter = self.converter(member, plans)
                 field_type = DECODED_FILE_SCHEMA.field(column).type
                 built = image_array(images, kinds, converter, probes, unavailable, field_type, dropped, split)
                 if built is None:
                     return None
                 arrays[column], kept[column] = built
-            meta = self.metas(rows, unavailable)
-            where = {"source_file": [file] * n, "source_offset": pa.array(offsets, pa.int64())}
-            batch = decoded_batch(n, {**arrays, **_scalars(rows), "meta": meta, **where})
+            meta = span.scalars["meta"] if unavailable is None else self.metas(span.rows, unavailable)
+            where = {"source_file": [file] * n, "source_offset": pa.array(span.offsets, pa.int64())}
+            batch = decoded_batch(n, {**arrays, **span.scalars, "meta": meta, **where})
         except (pa.ArrowException, UnicodeEncodeError, OverflowError):  # text that is not valid Unicode, ...
             return None
-        batch = self.finish(batch, rows, kept, file)
-        return batch if used == len(records) else (batch, int(starts[used] - starts[0]))
+        batch = self.finish(batch, span.rows, kept, file)
+        return batch if span.used == len(records) else (batch, int(starts[span.used] - starts[0]))
 
 
 def _scalars(rows: list[SpanRow]) -> dict[str, list[Any]]:

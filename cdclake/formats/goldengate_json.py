@@ -25,28 +25,46 @@ import datetime as dt
 import json
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from cdclake.events.change import ChangeEvent, Rejected
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from msgspec import UNSET, Raw
+
+from cdclake.events.arrow import DECODED_FILE_SCHEMA
+from cdclake.events.arrow_text import replaced
+from cdclake.events.change import ChangeEvent, Rejected, meta_text
 from cdclake.formats._gg_common import (
     ESCAPED,
     OP_OPTIONS,
+    SEQ_WIDTH,
     ByteOffsets,
     OpKeys,
     decode_escaping,
     op_and_order_of,
+    op_ts_time,
+    pos_to_seq,
     python_codec,
     schema_event_before,
 )
 from cdclake.formats._json import json_kind, truncation_hint
 from cdclake.formats._json_framing import JsonFraming, JsonLimits, JsonRecord, line_of, scan_records
+from cdclake.formats.columnar import (
+    EnvelopeColumns,
+    RecordReader,
+    SpanColumns,
+    events_before,
+    image_or_none,
+    reference_converter,
+)
 from cdclake.options import OptionError, Options
-from cdclake.registry import Decoder, register
+from cdclake.registry import Decoder, register, register_columns
 from cdclake.runtime.limits import MAX_JSON_DEPTH as MAX_DEPTH
 from cdclake.runtime.limits import MAX_RAW_BYTES, MAX_RECORD_BYTES, MAX_SCHEMA_BYTES
 
@@ -369,3 +387,284 @@ def schema_ddl(
 def _kind_and_value(value: Any) -> str:
     """``object {'a': 1}``: a value's JSON type and repr, for reasons."""
     return f"{json_kind(value)} {value!r}"
+
+
+# --- the columnar path (the decode task's: formats.columnar.EnvelopeColumns over this module's rules) --------
+
+#: The members the columnar path reads, in the order GoldenGate writes them, and how (any other: the reference's).
+_COLUMNAR_MEMBERS: dict[str, object] = {
+    "table": str,
+    "op_type": str,
+    "op_ts": str,
+    "current_ts": str | None,
+    "pos": str,
+    "primary_keys": list[str],
+    "tokens": dict[str, str] | None,
+    "before": dict[str, Raw] | None,
+    "after": dict[str, Raw] | None,
+}
+#: ``op_ts`` as GoldenGate writes it by default, read by one Arrow cast (:func:`_event_times`).
+_PLAIN_TS = r"^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}$"
+_TS_TYPE = pa.timestamp("us", tz="UTC")
+#: Text that JSON writes otherwise (a quote, a backslash, a control character): such a ``meta`` is written by
+#: ``events.meta_text`` one record at a time.
+_ESCAPED_TEXT = r'["\\\x00-\x1f]'
+
+
+@register_columns("goldengate-json")
+def goldengate_json_columns(decoder: GoldenGateJsonDecoder) -> GoldenGateJsonColumns | None:
+    """The path reads the records GoldenGate writes by default: no delimiter, UTF-8, no schema file."""
+    if decoder.delimiter or decoder.codec != "utf-8" or decoder.schema_path is not None:
+        return None
+    return GoldenGateJsonColumns(decoder)
+
+
+class GoldenGateJsonColumns(EnvelopeColumns):
+    """The formatter's default records (one compact record per line, UTF-8, the members GoldenGate writes in its
+    order, scalar column values) a span at a time (docs/decisions 0043): each distinct envelope once from
+    :func:`envelope`; seq, event_ts and ``meta`` a column at a time, each agreeing value for value with the
+    reference's rule (``pos_to_seq``, ``op_ts_time``, :func:`event_meta`) and leaving it every value but the plain
+    ones; a column value kept as its text unless the builder spells it otherwise (then read and written again); the
+    ``SCHEMA`` events of :func:`new_columns` just before their records. Where it stops (the reference reads the span):
+    a record :func:`envelope` refuses, a truncate carrying an image, a nested value, text that is not valid Unicode, a
+    member the formatter does not write, blanks or escapes msgspec would write otherwise."""
+
+    reader = RecordReader("GoldenGate", _COLUMNAR_MEMBERS, images=dict.fromkeys(("before", "after"), Raw))
+
+    def columns(self, records: list, schemas: list[bytes] | None, starts: np.ndarray) -> SpanColumns | None:
+        found = _envelopes(self.decoder, records)  # type: ignore[arg-type]
+        if found is None:
+            return None  # the reference rejects a record
+        envelopes, codes = found
+        kept = _kept_images(records, envelopes, codes)
+        if kept is None:
+            return None
+        try:
+            scalars = _span_scalars(records, envelopes, codes)
+        except (pa.ArrowException, UnicodeEncodeError):  # text that is not valid Unicode: the reference's business
+            return None
+        return None if scalars is None else SpanColumns(scalars, *kept, None, (envelopes, codes), starts, len(records))
+
+    def converter(self, image: str, plans: list[Any] | None) -> Callable[[int, str, str, bool], Any]:
+        return _VALUE_TEXT
+
+    def finish(self, batch: pa.RecordBatch, rows: Any, kept: dict[str, list], file: str) -> pa.RecordBatch:
+        decoder: GoldenGateJsonDecoder = self.decoder  # type: ignore[assignment]
+        envelopes, codes = rows
+        layouts, announced = _span_layouts(decoder._layouts, envelopes, codes, kept["before"], kept["after"])
+        if announced:
+            batch = _with_schema_events(batch, announced, [envelopes[codes[i]].keys for i, _, _ in announced])
+        decoder._layouts = layouts
+        return batch
+
+
+def _scalar(_owner: int, _column: str, value: Any) -> Any:
+    """A column value as the reference keeps it; a nested one is the reference's (ValueError)."""
+    if isinstance(value, (dict, list)):
+        raise ValueError("a nested value")
+    return value
+
+
+_VALUE_TEXT = reference_converter(_scalar)
+
+
+def _envelopes(decoder: GoldenGateJsonDecoder, records: list) -> tuple[list[Envelope], list[int]] | None:
+    """The records' envelopes (:func:`envelope`) without seq and event_ts (``order=False``), each distinct one
+    once, and each record's code into them: read so, an envelope depends on the record's table, op_type and
+    primary_keys, and on its pos only by the rule that a pos be given, which this must agree with: a pos that is a
+    non-empty string (all, as a rule) is one ``envelope`` accepts, and a record with any other is ``envelope``'s to
+    refuse, one at a time. (An envelope per record took about a fifth of a span's decode.) None: a record
+    ``envelope`` refuses (the reference rejects it)."""
+    index: dict[tuple[Any, Any, tuple[str, ...] | None], int] = {}
+    envelopes: list[Envelope] = []
+    codes = []
+    try:
+        for r in records:
+            keys = None if (given := r.primary_keys) is UNSET else given
+            distinct = (r.table, r.op_type, None if keys is None else tuple(keys))
+            code = index.get(distinct)
+            if code is None:
+                code = index[distinct] = len(envelopes)
+                envelopes.append(envelope(decoder, r.table, r.op_type, r.pos, r.op_ts, "primary_keys", keys, False))
+            codes.append(code)
+        if not all(r.pos for r in records):  # an empty or missing pos (``UNSET``)
+            for r in (r for r in records if not r.pos):
+                keys = None if (given := r.primary_keys) is UNSET else given
+                envelope(decoder, r.table, r.op_type, r.pos, r.op_ts, "primary_keys", keys, False)
+    except RecordError:
+        return None
+    return envelopes, codes
+
+
+def _kept_images(records: list, envelopes: list[Envelope], codes: list[int]) -> tuple[list, list] | None:
+    """The images the events keep: none for a record whose envelope says so (``imaged``: a truncate), else the
+    record's (a raw ``null`` image is the splitter's to read: no image). Their values' types are the reader's to
+    check (dicts of ``Raw``, or objects split in C). None: a truncate that carries an image, which the reference
+    checks (:func:`images`: an object; no member twice) before it drops it, and this path checks only the images
+    it keeps."""
+    befores = [None if r.before is UNSET else r.before for r in records]
+    afters = [None if r.after is UNSET else r.after for r in records]
+    if not all(e.imaged for e in envelopes):
+        for index, code in enumerate(codes):
+            if not envelopes[code].imaged:
+                if image_or_none(befores[index]) is not None or image_or_none(afters[index]) is not None:
+                    return None
+                befores[index] = afters[index] = None
+    return befores, afters
+
+
+def _span_scalars(records: list, envelopes: list[Envelope], codes: list[int]) -> dict[str, Any] | None:
+    """The span's scalar columns and ``meta``, each built over all records at once: table, op and keys from the
+    envelopes (``codes``: each record's), seq (:func:`_seqs`), event_ts (:func:`_event_times`; None: a value it
+    rejects) and meta (:func:`_meta_texts`)."""
+    code_array = pa.array(codes, pa.int32())
+    stamps, op_ts_texts = _event_times([r.op_ts for r in records])
+    if stamps is None:
+        return None
+    positions = [r.pos for r in records]
+    pos_texts = pa.array(positions, pa.string())
+    return {
+        "table": pa.array([e.table for e in envelopes], pa.string()).take(code_array),
+        "op": pa.array([e.op for e in envelopes], pa.string()).take(code_array),
+        "seq": _seqs(positions, pos_texts),
+        "event_ts": stamps,
+        "keys": pa.array([e.keys for e in envelopes], pa.list_(pa.string())).take(code_array),
+        "meta": _meta_texts(records, envelopes, code_array, pos_texts, op_ts_texts),
+    }
+
+
+def _span_layouts(
+    known_layouts: dict[str, dict[str, None]], envelopes: list[Envelope], codes: list[int], before: list, after: list
+) -> tuple[dict[str, dict[str, None]], list[tuple[int, list[str], list[str]]]]:
+    """The metadata-change rule (:func:`new_columns`) over the span's records (``before`` / ``after``: each one's
+    image column names, None: no image). Returns the decoder's layouts after the span (copies: kept only if the
+    span is read here) and the announcements ``(record index, the table's columns, the added ones)``. Split images
+    share one name list per distinct layout, and a (record envelope, so table; before list; after list) once within
+    the table's columns stays within them (``new_columns`` only adds): the rule runs once per such combination."""
+    layouts = dict(known_layouts)
+    announced = []
+    within: set[tuple[int, int, int]] = set()
+    for index, combination in enumerate(zip(codes, map(id, before), map(id, after), strict=True)):
+        if combination in within:
+            continue
+        table = envelopes[combination[0]].table
+        added = new_columns(layouts, table, before[index], after[index])
+        if added is not None:
+            announced.append((index, list(layouts[table]), added))
+        within.add(combination)
+    return layouts, announced
+
+
+def _with_schema_events(
+    batch: pa.RecordBatch, announced: list[tuple[int, list[str], list[str]]], keys: list[list[str] | None]
+) -> pa.RecordBatch:
+    """``batch`` with the reference's ``SCHEMA`` event (:meth:`GoldenGateJsonDecoder._new_columns`) just before each
+    record that announces columns: ``(record index, the table's columns, the added ones)``, and the record's
+    ``keys`` (one each). As ``schema_event_before`` makes it, it carries the record's table, seq, event_ts, keys and
+    source; its ``ddl`` is :func:`schema_ddl`'s (no column types: the path reads no schema file)."""
+    at = np.array([index for index, _, _ in announced], np.int64)
+    rows = batch.take(pa.array(at))
+    ddl = [meta_text(schema_ddl(known, added, k, {})) for (_, known, added), k in zip(announced, keys, strict=True)]
+    replaced_columns = {
+        "op": pa.array(["SCHEMA"] * len(at), pa.string()),
+        "ddl": pa.array(ddl, pa.string()),
+        "meta": pa.array([meta_text(dict(SCHEMA_EVENT_META))] * len(at), pa.string()),
+    }
+    for name in ("before", "after"):
+        replaced_columns[name] = pa.nulls(len(at), DECODED_FILE_SCHEMA.field(name).type)
+    for name, column in replaced_columns.items():
+        index = DECODED_FILE_SCHEMA.get_field_index(name)
+        rows = rows.set_column(index, DECODED_FILE_SCHEMA.field(index), column)
+    return events_before(batch, at, rows)
+
+
+def _meta_texts(
+    records: list, envelopes: list[Envelope], codes: pa.Array, positions: pa.Array, op_ts: pa.Array
+) -> pa.Array:
+    """Every record's ``meta`` as the builder writes the reference's (:func:`event_meta`, written by
+    ``events.meta_text``), which this must agree with: joined a column at a time (one ``orjson`` call per record was
+    a tenth of a span's decode), but for a record with ``tokens`` or whose texts need an escape, which
+    :func:`_meta_text` writes. ``codes``: each record's envelope (:func:`_envelopes`)."""
+    current_ts = pa.array([None if r.current_ts is UNSET else r.current_ts for r in records], pa.string())
+    odd = np.zeros(len(records), bool)
+    for texts in (positions, op_ts, current_ts):
+        odd |= _flags(pc.match_substring_regex(texts, _ESCAPED_TEXT))
+    if any(r.tokens is not UNSET and r.tokens is not None for r in records):
+        odd |= np.fromiter((r.tokens is not UNSET and r.tokens is not None for r in records), bool, len(records))
+    keyed = ["" if e.record_keys is None else f',"primary_keys":{meta_text(e.record_keys)}' for e in envelopes]
+    current_part = pc.binary_join_element_wise(',"current_ts":"', current_ts, '"', "", null_handling="emit_null")
+    joined = pc.binary_join_element_wise(
+        '{"pos":"',
+        positions,
+        '","op_ts":"',
+        op_ts,
+        '"',
+        pc.coalesce(current_part, ""),
+        pa.array(keyed, pa.string()).take(codes),
+        "}",
+        "",
+        null_handling="emit_null",
+    )
+    rows = np.flatnonzero(odd)
+    if not len(rows):
+        return joined
+    at = codes.to_numpy()
+    texts = [_meta_text(records[i], envelopes[at[i]].record_keys) for i in rows]  # only these go through Python
+    return replaced(joined, rows, pa.array(texts, pa.string()))
+
+
+def _meta_text(record: Any, record_keys: list[str] | None) -> str:
+    """One record's ``meta`` as the builder writes it: the reference's (:func:`event_meta`) of the record's members,
+    as the reference reads them (the reader knows no other member: no ``extra``)."""
+    members = {name: value for name in record.__struct_fields__ if (value := getattr(record, name)) is not UNSET}
+    return meta_text(event_meta(members, record_keys))
+
+
+def _event_times(op_ts: list) -> tuple[pa.Array | None, pa.Array]:
+    """Every record's ``event_ts`` (and its ``op_ts`` texts as an Arrow array), which must agree value for value
+    with the reference's rule (``_gg_common.op_ts_time``): the values spelt ``YYYY-MM-DD HH:MM:SS.ffffff`` (year 1
+    on) in one cast, any other (all, where the cast refuses one: a day that does not exist) by ``op_ts_time``
+    itself. None: a value it rejects (no op_ts among them)."""
+    try:
+        texts = pa.array(op_ts, pa.string())
+    except pa.ArrowTypeError:  # a record without op_ts (``UNSET``): ``op_ts_time`` refuses it, below
+        op_ts = [None if text is UNSET else text for text in op_ts]
+        texts = pa.array(op_ts, pa.string())
+    plain = pc.match_substring_regex(texts, _PLAIN_TS)
+    year_0 = pc.starts_with(texts, "0000-")
+    if pc.all(plain, skip_nulls=False).as_py() and not pc.any(year_0).as_py():
+        odd = np.arange(0)  # the common case
+    else:
+        plain = pc.and_not(plain, year_0)
+        odd = np.flatnonzero(~_flags(plain))
+    try:
+        stamps = pc.cast(pc.if_else(plain, texts, None) if len(odd) else texts, pa.timestamp("us")).cast(_TS_TYPE)
+    except pa.ArrowInvalid:
+        stamps, odd = None, np.arange(len(op_ts))  # a day or time that does not exist: the reference says which
+    if not len(odd):
+        return stamps, texts
+    read = [op_ts_time(op_ts[i]) for i in odd]
+    if None in read:
+        return None, texts
+    if stamps is None:
+        return pa.array(read, _TS_TYPE), texts
+    mask = np.zeros(len(op_ts), bool)
+    mask[odd] = True
+    return pc.replace_with_mask(stamps, pa.array(mask), pa.array(read, _TS_TYPE)), texts
+
+
+def _flags(flags: pa.Array) -> np.ndarray:
+    """A boolean column as numpy (null: False)."""
+    return pc.fill_null(flags, False).to_numpy(zero_copy_only=False)
+
+
+def _seqs(positions: list[str], texts: pa.Array) -> pa.Array:
+    """Every record's seq from its ``pos`` (``texts``: the same as an Arrow array), which must agree value for value
+    with the reference's rule (``_gg_common.pos_to_seq``): digits padded in one kernel, any other position by
+    ``pos_to_seq`` itself."""
+    digits = pc.match_substring_regex(texts, "^[0-9]+$")
+    padded = pc.utf8_lpad(texts, SEQ_WIDTH, "0")
+    if pc.all(digits).as_py():
+        return padded
+    odd = np.flatnonzero(~_flags(digits))
+    return replaced(padded, odd, pa.array([pos_to_seq(positions[i]) for i in odd], pa.string()))

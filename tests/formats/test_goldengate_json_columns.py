@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cdclake.formats.columnar as json_columns
-import cdclake.formats.goldengate_json_columns as gg_columns
+import cdclake.formats.goldengate_json as gg
 from cdclake import native
 from cdclake.bench.generate import generate
 from cdclake.events.change import Rejected
@@ -67,8 +67,8 @@ def test_the_images_are_split_in_c_and_each_meta_joined_a_column_at_a_time(tmp_p
     gens, _ = generate(["goldengate-json"], tmp_path / "files", 400, seed=5, file_events=400)
     data = gens["goldengate-json"].files[0].read_bytes()
     split = mock.Mock(wraps=json_columns.split_images)
-    one_by_one = mock.Mock(wraps=gg_columns._meta_text)
-    with mock.patch.object(gg_columns, "split_images", split), mock.patch.object(gg_columns, "_meta_text", one_by_one):
+    one_by_one = mock.Mock(wraps=gg._meta_text)
+    with mock.patch.object(json_columns, "split_images", split), mock.patch.object(gg, "_meta_text", one_by_one):
         assert assert_same_files(data) == 1
     assert split.call_count == 4  # before and after, once by the task and once by the count of spans read
     one_by_one.assert_not_called()
