@@ -375,6 +375,13 @@ def split_images(images: list[Any]) -> _Split:
     return _Split(names, values, np.maximum(sizes, 0), sizes < 0, np.frombuffer(layout_of, np.int32).tolist(), layouts)
 
 
+class Kept(list):
+    """:func:`image_array`'s column names of each image as kept (None: no image), and where the images were split in
+    C and none dropped a value, each one's ``layout`` (images of one layout share one name list; -1: no image)."""
+
+    layout: list[int] | None = None
+
+
 def _walk_split(images: list[Any], kinds: list[dict[str, int]] | None) -> tuple:
     """:func:`image_array`'s walk of raw image texts: split in C, each value's kind looked up once per layout."""
     split = split_images(images)
@@ -391,7 +398,8 @@ def _walk_split(images: list[Any], kinds: list[dict[str, int]] | None) -> tuple:
             )
         parts.append(found)
     kinds_of = np.concatenate(parts) if parts else np.zeros(0 if kinds is not None else len(split.texts), np.int8)
-    kept = list(map([*split.layouts, None].__getitem__, split.layout))  # layout -1: None
+    kept = Kept(map([*split.layouts, None].__getitem__, split.layout))  # layout -1: None
+    kept.layout = split.layout
     return split.names, split.texts, kinds_of, split.sizes.astype(np.int64), kept, split.absent
 
 
@@ -404,7 +412,7 @@ def _walk_dicts(images: list[dict[str, Any] | None], kinds: list[dict[str, int]]
     # columns in the same order, so a list comparison stands in for a lookup per value
     last: dict[int, tuple[list[str], list[int]]] = {}
     # each image's column names (None: no image) and value count, gathered in the one pass over the images
-    kept: list[list[str] | None] = []
+    kept = Kept()
     counts: list[int] = []
     absent = np.zeros(len(images), bool)
     for record, kind in zip(images, [{}] * len(images) if kinds is None else kinds, strict=True):
@@ -439,7 +447,7 @@ def image_array(
     type_: pa.DataType,
     dropped_text: str | None = None,
     split: bool = False,
-) -> tuple[pa.MapArray, list] | None:
+) -> tuple[pa.MapArray, Kept] | None:
     """One ``map<string,string>`` column of the records' images as the builder writes it, and each image's column
     names as kept; None: a value the reference refuses or text that is not valid Unicode. ``images``: per record
     a dict of ``Raw`` JSON texts, or with ``split`` the image's ``Raw`` object text (split in C: :class:`Unsplit`
@@ -495,6 +503,7 @@ def image_array(
         gone: dict[int, set[str]] = {}
         for owner, name in zip(owners[at].tolist(), name_array.take(pa.array(at)).to_pylist(), strict=True):
             gone.setdefault(owner, set()).add(name)
+        kept.layout = None
         for owner, names in gone.items():
             unavailable[owner].extend(names)  # type: ignore[index]
             kept[owner] = [column for column in kept[owner] if column not in names]  # new lists: layouts share theirs

@@ -57,6 +57,7 @@ from cdclake.formats._json import json_kind, truncation_hint
 from cdclake.formats._json_framing import JsonFraming, JsonLimits, JsonRecord, line_of, scan_records
 from cdclake.formats.columnar import (
     EnvelopeColumns,
+    Kept,
     RecordReader,
     SpanColumns,
     events_before,
@@ -534,17 +535,19 @@ def _span_scalars(records: list, envelopes: list[Envelope], codes: list[int]) ->
 
 
 def _span_layouts(
-    known_layouts: dict[str, dict[str, None]], envelopes: list[Envelope], codes: list[int], before: list, after: list
+    known_layouts: dict[str, dict[str, None]], envelopes: list[Envelope], codes: list[int], before: Kept, after: Kept
 ) -> tuple[dict[str, dict[str, None]], list[tuple[int, list[str], list[str]]]]:
     """The metadata-change rule (:func:`new_columns`) over the span's records (``before`` / ``after``: each one's
     image column names, None: no image). Returns the decoder's layouts after the span (copies: kept only if the
     span is read here) and the announcements ``(record index, the table's columns, the added ones)``. Split images
-    share one name list per distinct layout, and a (record envelope, so table; before list; after list) once within
-    the table's columns stays within them (``new_columns`` only adds): the rule runs once per such combination."""
+    share one name list per layout, and a (record envelope, so table; before layout; after layout) once within the
+    table's columns stays within them (``new_columns`` only adds): the rule runs once per such combination."""
     layouts = dict(known_layouts)
     announced = []
     within: set[tuple[int, int, int]] = set()
-    for index, combination in enumerate(zip(codes, map(id, before), map(id, after), strict=True)):
+    before_layouts = map(id, before) if before.layout is None else before.layout  # a name list's id: its layout
+    after_layouts = map(id, after) if after.layout is None else after.layout
+    for index, combination in enumerate(zip(codes, before_layouts, after_layouts, strict=True)):
         if combination in within:
             continue
         table = envelopes[combination[0]].table
