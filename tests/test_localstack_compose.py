@@ -4,6 +4,7 @@ hosts, ports and container paths moved (the settings themselves are the compose 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from local_stack.compose import Placement, interpolate, load_services, read_env_file
@@ -73,3 +74,25 @@ def test_commands_are_the_compose_files_with_local_ports(services: dict) -> None
     api = placement.command("airflow-apiserver", services["airflow-apiserver"])
     assert f"python {REPO_ROOT}/docker/airflow_users.py" in api[-1] and "airflow api-server" in api[-1]
     assert minio_buckets(services["minio-init"]) == ["landing", "warehouse"]
+
+
+def test_workers_each_get_their_own_ui_port_and_work_folder(tmp_path) -> None:
+    """``workers=N`` (``--scale spark-worker=N``): the compose worker N times, apart only in UI port and folder."""
+    from local_stack.stack import LocalStack, compose_variables
+
+    one = LocalStack(tmp_path / "one")
+    assert len(one.worker_ports) == 1 and one.worker_ports[0] == one.placement.port("spark-worker", 8081)
+    assert one.worker_command(0) == one.placement.command("spark-worker", one.services["spark-worker"])
+    assert one.worker_env(0)["SPARK_WORKER_DIR"] == str((tmp_path / "one" / "spark-worker").resolve())
+
+    two = LocalStack(tmp_path / "two", variables={**compose_variables(), "SPARK_WORKER_CORES": "1"}, workers=2)
+    commands = [two.worker_command(i) for i in range(2)]
+    ports = [c[c.index("--webui-port") + 1] for c in commands]
+    assert ports == [str(p) for p in two.worker_ports] and len(set(ports)) == 2
+    assert commands[0][:-2] == commands[1][:-2] and commands[0][-1] == commands[1][-1]  # same master
+    envs = [two.worker_env(i) for i in range(2)]
+    assert [Path(e["SPARK_WORKER_DIR"]).name for e in envs] == ["spark-worker", "spark-worker-2"]
+    assert all(e["SPARK_WORKER_CORES"] == "1" for e in envs)
+    assert [two.worker_name(i) for i in range(2)] == ["spark-worker", "spark-worker-2"]
+    with pytest.raises(ValueError, match="at least one"):
+        LocalStack(tmp_path / "none", workers=0)

@@ -4,7 +4,9 @@ What each compose service becomes here (docs/docker.md, "The same stack without 
 
 - ``postgres``: Debian's PostgreSQL server, a private cluster (:mod:`local_stack.postgres`);
 - ``minio`` + ``minio-init``: moto's S3 server (``moto_server``) and the buckets ``mc mb`` creates;
-- ``spark-master`` / ``spark-worker``: the compose commands (the pyspark wheel's ``spark-class``);
+- ``spark-master`` / ``spark-worker``: the compose commands (the pyspark wheel's ``spark-class``); the
+  worker ``workers`` times (``docker compose up --scale spark-worker=N``), each with its own UI port
+  and work folder;
 - ``airflow-init``, ``airflow-apiserver``, ``airflow-scheduler``, ``airflow-dag-processor``: the
   compose commands and environments. ``airflow-triggerer`` is not started: no cdclake task defers.
 
@@ -73,14 +75,21 @@ class LocalStack:
     #: Extra environment of every cdclake process (e.g. ``CDCLAKE_SOURCES`` of the test's sources).
     overrides: dict[str, str] = field(default_factory=dict)
     variables: dict[str, str] = field(default_factory=compose_variables)
+    #: Spark workers started (``--scale spark-worker=N``); each has the compose file's settings
+    #: (``SPARK_WORKER_CORES`` etc. from ``variables``), its own UI port and work folder.
+    workers: int = 1
     services: dict[str, Any] = field(init=False)
     placement: Placement = field(init=False)
     processes: list[Service] = field(init=False, default_factory=list)
     postgres: Postgres | None = field(init=False, default=None)
     health_port: int = field(init=False, default=0)
     log_port: int = field(init=False, default=0)
+    #: The UI port of each worker (the first is the compose port's placement).
+    worker_ports: list[int] = field(init=False, default_factory=list)
 
     def __post_init__(self) -> None:
+        if self.workers < 1:
+            raise ValueError(f"workers={self.workers}: at least one Spark worker")
         self.home = self.home.resolve()
         self.services = load_services(self.variables)
         ports = {
@@ -100,6 +109,7 @@ class LocalStack:
         self.placement = Placement(ports, paths)
         self.logs = self.home / "logs"
         self.health_port, self.log_port = free_port(), free_port()
+        self.worker_ports = [ports[("spark-worker", 8081)]] + [free_port() for _ in range(self.workers - 1)]
 
     # -- where things are -------------------------------------------------------------------
 
@@ -114,6 +124,25 @@ class LocalStack:
     @property
     def spark_ui_url(self) -> str:
         return f"http://{LOCALHOST}:{self.placement.port('spark-master', 8080)}"
+
+    def worker_name(self, index: int) -> str:
+        """The process name of worker ``index`` (0-based): ``spark-worker``, then ``spark-worker-2`` ..."""
+        return "spark-worker" if index == 0 else f"spark-worker-{index + 1}"
+
+    def worker_ui_url(self, index: int) -> str:
+        return f"http://{LOCALHOST}:{self.worker_ports[index]}"
+
+    def worker_command(self, index: int) -> list[str]:
+        """The compose worker command with this worker's own UI port."""
+        command = self.placement.command("spark-worker", self.services["spark-worker"])
+        first = str(self.worker_ports[0])
+        return [str(self.worker_ports[index]) if token == first else token for token in command]
+
+    def worker_env(self, index: int) -> dict[str, str]:
+        """``spark-worker``'s environment with this worker's own work folder (``SPARK_WORKER_DIR``)."""
+        env = self.env("spark-worker")
+        env["SPARK_WORKER_DIR"] = str(self.home / self.worker_name(index))
+        return env
 
     @property
     def admin_password(self) -> str:
@@ -157,7 +186,7 @@ class LocalStack:
         self.stop()
 
     def start(self) -> None:
-        for folder in ("data", "airflow", "spark-worker"):
+        for folder in ("data", "airflow", *map(self.worker_name, range(self.workers))):
             (self.home / folder).mkdir(parents=True, exist_ok=True)
         self._start_postgres()
         self._start_s3()
@@ -174,8 +203,11 @@ class LocalStack:
             self.postgres.stop()
             self.postgres = None
 
-    def _spawn(self, name: str, command: list[str], timeout: float, ready, what: str) -> Service:
-        service = Service(name, command, self.env(name), self.logs / f"{name}.log", cwd=self.home).start()
+    def _spawn(
+        self, name: str, command: list[str], timeout: float, ready, what: str, env: dict[str, str] | None = None
+    ) -> Service:
+        env = self.env(name) if env is None else env
+        service = Service(name, command, env, self.logs / f"{name}.log", cwd=self.home).start()
         self.processes.append(service)
         service.wait_until(ready, timeout, what)
         return service
@@ -206,18 +238,26 @@ class LocalStack:
     def _start_spark(self) -> None:
         master = self.placement.command("spark-master", self.services["spark-master"])
         self._spawn("spark-master", master, 120, lambda: http_ok(self.spark_ui_url), "serving its UI")
-        worker = self.placement.command("spark-worker", self.services["spark-worker"])
-        self._spawn("spark-worker", worker, 120, self._worker_alive, "registered with the master")
+        for index in range(self.workers):
+            self._spawn(
+                self.worker_name(index),
+                self.worker_command(index),
+                120,
+                lambda count=index + 1: self._workers_alive() >= count,
+                "registered with the master",
+                env=self.worker_env(index),
+            )
 
-    def _worker_alive(self) -> bool:
+    def _workers_alive(self) -> int:
+        """How many workers the master lists as ALIVE."""
         import json
         import urllib.request
 
         try:
             with urllib.request.urlopen(f"{self.spark_ui_url}/json/", timeout=5) as response:
-                return any(w.get("state") == "ALIVE" for w in json.load(response).get("workers", []))
+                return sum(w.get("state") == "ALIVE" for w in json.load(response).get("workers", []))
         except OSError:
-            return False
+            return 0
 
     def _init_airflow(self) -> None:
         """``airflow-init``: the catalog's role and database, ``airflow db migrate``."""
