@@ -25,6 +25,8 @@ import shlex
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -297,6 +299,16 @@ class LocalStack:
             raise RuntimeError(f"airflow {shlex.join(args)} failed ({result.returncode}):\n{result.stderr[-4000:]}")
         return result
 
+    def lake_env(self) -> dict[str, str]:
+        """The lake as ``python -m cdclake show`` sees it inside the scheduler: its catalog and S3 settings."""
+        return {k: v for k, v in self.env("airflow-scheduler").items() if k.startswith(("CDCLAKE_", "AWS_"))}
+
+    def keep_logs(self, target: Path) -> None:
+        """The services' logs (the last 2 MB of each) copied to ``target`` (CI keeps the folder)."""
+        target.mkdir(parents=True, exist_ok=True)
+        for log in self.logs.glob("*.log"):
+            (target / log.name).write_bytes(log.read_bytes()[-2_000_000:])
+
     def s3_client(self):
         """boto3 on the stack's S3 with MinIO's credentials (what ``mc`` or the console would use)."""
         import boto3
@@ -309,6 +321,21 @@ class LocalStack:
             aws_access_key_id=creds["MINIO_ROOT_USER"],
             aws_secret_access_key=creds["MINIO_ROOT_PASSWORD"],
         )
+
+
+@contextmanager
+def environment(values: dict[str, str]) -> Iterator[None]:
+    """``values`` set in this process's environment; the earlier values (or none) restored on exit."""
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def minio_buckets(init_service: dict[str, Any]) -> list[str]:

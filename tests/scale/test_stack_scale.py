@@ -50,7 +50,7 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 from local_stack.airflow_api import AirflowApi
-from local_stack.stack import LocalStack, compose_variables, require_tools
+from local_stack.stack import LocalStack, compose_variables, environment, require_tools
 
 from cdclake.runtime.settings import REPO_ROOT
 
@@ -205,35 +205,21 @@ def scale(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             for s in sources:
                 print(f"{s.name}: {s.changes} changes over {len(s.tables)} tables, {len(s.files)} files, {s.bytes} B")
             api = AirflowApi(local.api_url, "admin", local.admin_password)
-            lake_env = {k: v for k, v in local.env("airflow-scheduler").items() if k.startswith(("CDCLAKE_", "AWS_"))}
-            lake_env = {k: v for k, v in lake_env.items() if k not in CLUSTER_PATH}
-            saved = {k: os.environ.get(k) for k in lake_env}
-            os.environ.update(lake_env)
+            lake_env = {k: v for k, v in local.lake_env().items() if k not in CLUSTER_PATH}
             try:
-                yield {
-                    "local": local,
-                    "api": api,
-                    "s3": local.s3_client(),
-                    "sources": sources,
-                    "events": events,
-                    "runs": [],
-                    "stack_up_s": up,
-                }
+                with environment(lake_env):
+                    yield {
+                        "local": local,
+                        "api": api,
+                        "s3": local.s3_client(),
+                        "sources": sources,
+                        "events": events,
+                        "runs": [],
+                        "stack_up_s": up,
+                    }
             finally:
                 api.close()
-                for key, value in saved.items():
-                    if value is None:
-                        os.environ.pop(key, None)
-                    else:
-                        os.environ[key] = value
-                _keep_logs(local)
-
-
-def _keep_logs(local: LocalStack) -> None:
-    target = ARTIFACTS / "logs"
-    target.mkdir(parents=True, exist_ok=True)
-    for log in local.logs.glob("*.log"):
-        (target / log.name).write_bytes(log.read_bytes()[-2_000_000:])
+                local.keep_logs(ARTIFACTS / "logs")
 
 
 # -- Spark's event logs -------------------------------------------------------------------------------

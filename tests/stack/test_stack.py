@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 import yaml
 from local_stack.airflow_api import AirflowApi
-from local_stack.stack import LocalStack, require_tools
+from local_stack.stack import LocalStack, environment, require_tools
 
 from cdclake import samples
 from cdclake.events.change import to_json
@@ -103,35 +103,19 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     with LocalStack(home, overrides=overrides) as local:
         print(f"stack up in {time.monotonic() - started:.0f} s; logs in {local.logs}")
         api = AirflowApi(local.api_url, "admin", local.admin_password)
-        # the lake as `python -m cdclake show` sees it inside the scheduler: its catalog and S3 settings
-        lake_env = {k: v for k, v in local.env("airflow-scheduler").items() if k.startswith(("CDCLAKE_", "AWS_"))}
-        saved = {k: os.environ.get(k) for k in lake_env}
-        os.environ.update(lake_env)
         try:
-            yield {
-                "local": local,
-                "api": api,
-                "s3": local.s3_client(),
-                "faults": faults,
-                "sources": Path(overrides["CDCLAKE_SOURCES"]),
-                "runs": [],
-            }
+            with environment(local.lake_env()):  # the lake as `python -m cdclake show` sees it in the scheduler
+                yield {
+                    "local": local,
+                    "api": api,
+                    "s3": local.s3_client(),
+                    "faults": faults,
+                    "sources": Path(overrides["CDCLAKE_SOURCES"]),
+                    "runs": [],
+                }
         finally:
             api.close()
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
-            _keep_logs(local)
-
-
-def _keep_logs(local: LocalStack) -> None:
-    """The services' logs next to the screenshot (CI keeps the folder)."""
-    target = ARTIFACTS / "logs"
-    target.mkdir(parents=True, exist_ok=True)
-    for log in local.logs.glob("*.log"):
-        (target / log.name).write_bytes(log.read_bytes()[-2_000_000:])
+            local.keep_logs(ARTIFACTS / "logs")
 
 
 def warehouse() -> str:
